@@ -1,0 +1,165 @@
+/**
+ * HTTP access to the running bridge. A call goes through the broker like
+ * any agent's would: the gateway is one more request/response client.
+ *
+ *   GET  /tools              the tools, as TrustGraph `tool` descriptors
+ *   POST /tools/<tool-name>  {"arguments": {...}, "user": "..."} -> NDJSON:
+ *                            {"chunk": "..."} per streamed chunk, then
+ *                            {"response": "<whole answer>"} or {"error": {"type", "message"}}
+ *   GET  /healthz            200 while the process serves
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { toolDescriptor, type ToolServiceSpec, type ToolSpec } from '../shared/descriptors.ts'
+import { isRecord } from '../shared/errors.ts'
+import { RequestClient, ToolCallError, ToolCallTimeoutError } from './client.ts'
+import type { Transport } from './transports/transport.ts'
+
+export interface GatewayOptions {
+  services: ToolServiceSpec[]
+  transport: Transport
+  host: string
+  port: number
+}
+
+export interface Gateway {
+  readonly url: string
+  close(): Promise<void>
+}
+
+/** Status for an error answered before any chunk was sent. */
+const STATUS_BY_ERROR_TYPE: Record<string, number> = {
+  'bad-request': 400,
+  'invalid-arguments': 422,
+  'missing-config': 422,
+  'too-large': 413,
+  timeout: 504,
+}
+
+class HttpError extends Error {
+  readonly status: number
+  constructor(status: number, message: string) {
+    super(message)
+    this.status = status
+  }
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = []
+    let size = 0
+    req.on('data', (part: Buffer) => {
+      size += part.length
+      if (size > limit) {
+        reject(new HttpError(413, `request body over ${limit} bytes`))
+        req.destroy()
+      } else parts.push(part)
+    })
+    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')))
+    req.on('error', reject)
+  })
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body) + '\n')
+}
+
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  const { services, transport } = options
+  const tools = new Map<string, { spec: ToolServiceSpec; tool: ToolSpec }>()
+  for (const spec of services) for (const tool of spec.tools) tools.set(tool.name, { spec, tool })
+  const clients = new Map<string, Promise<RequestClient>>()
+
+  const clientFor = (spec: ToolServiceSpec): Promise<RequestClient> => {
+    let client = clients.get(spec.id)
+    if (!client) {
+      const created = new RequestClient(transport, spec)
+      client = created.start().then(() => created)
+      client.catch(() => clients.delete(spec.id))
+      clients.set(spec.id, client)
+    }
+    return client
+  }
+
+  async function callTool(name: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const entry = tools.get(name)
+    if (!entry) throw new HttpError(404, `unknown tool "${name}"; GET /tools lists them`)
+    let body: unknown
+    try {
+      body = JSON.parse((await readBody(req, transport.maxMessageBytes)) || '{}')
+    } catch (err) {
+      if (err instanceof HttpError) throw err
+      throw new HttpError(400, 'body is not valid JSON')
+    }
+    if (!isRecord(body)) throw new HttpError(400, 'body must be a JSON object')
+    const args = body.arguments ?? {}
+    if (!isRecord(args)) throw new HttpError(400, '"arguments" must be an object')
+    if (body.user !== undefined && typeof body.user !== 'string') throw new HttpError(400, '"user" must be a string')
+
+    const client = await clientFor(entry.spec)
+    const line = (value: unknown) => res.write(JSON.stringify(value) + '\n')
+    const startStream = () => {
+      if (!res.headersSent) res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
+    }
+    try {
+      const response = await client.call(
+        { user: body.user as string | undefined, config: entry.tool.config, arguments: args },
+        {
+          timeoutMs: entry.spec.timeoutMs + 5_000,
+          onChunk: (chunk) => {
+            startStream()
+            line({ chunk })
+          },
+        },
+      )
+      startStream()
+      line({ response })
+      res.end()
+    } catch (err) {
+      const error =
+        err instanceof ToolCallError
+          ? { type: err.type, message: err.message }
+          : { type: err instanceof ToolCallTimeoutError ? 'timeout' : 'unavailable', message: (err as Error).message }
+      if (res.headersSent) {
+        line({ error })
+        res.end()
+      } else {
+        sendJson(res, STATUS_BY_ERROR_TYPE[error.type] ?? 502, { error })
+      }
+    }
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://gateway').pathname
+    if (path === '/healthz' && req.method === 'GET') return sendJson(res, 200, { status: 'ok' })
+    if (path === '/tools' && req.method === 'GET') {
+      return sendJson(res, 200, { tools: [...tools.values()].map(({ spec, tool }) => toolDescriptor(spec, tool)) })
+    }
+    const match = /^\/tools\/([^/]+)$/.exec(path)
+    if (match && req.method === 'POST') return callTool(decodeURIComponent(match[1]!), req, res)
+    throw new HttpError(match || path === '/tools' ? 405 : 404, `no route for ${req.method} ${path}`)
+  }
+
+  const server: Server = createServer((req, res) => {
+    route(req, res).catch((err: unknown) => {
+      if (res.headersSent) return void res.end()
+      const status = err instanceof HttpError ? err.status : 500
+      sendJson(res, status, { error: { type: 'http', message: (err as Error).message } })
+    })
+  })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port, options.host, resolve)
+  })
+  const address = server.address() as AddressInfo
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
+  return {
+    url: `http://${host}:${address.port}`,
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+      server.closeAllConnections() // streaming answers in progress would otherwise hold close() open
+      await closed
+      await Promise.all([...clients.values()].map((c) => c.then((client) => client.close(), () => undefined)))
+    },
+  }
+}

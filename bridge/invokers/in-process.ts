@@ -1,0 +1,76 @@
+/**
+ * Runs handlers in the bridge's own event loop: the fastest path, for
+ * trusted code. A timeout answers the request but cannot stop the handler,
+ * and a handler that blocks the loop blocks the bridge: use the worker-thread
+ * invoker (`local.ts`) for isolation.
+ */
+import { randomUUID } from 'node:crypto'
+import { describeError, lambdaContext, loadHandler, runHandler, type LambdaHandler } from './run-handler.ts'
+import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
+
+export class InProcessInvoker implements Invoker {
+  private readonly handlers = new Map<string, Promise<LambdaHandler>>()
+  private readonly baseDir: string
+
+  constructor(baseDir: string) {
+    this.baseDir = baseDir
+  }
+
+  async prepare(target: FunctionTarget): Promise<string | undefined> {
+    try {
+      await this.handlerFor(target)
+      return undefined
+    } catch (err) {
+      return (err as Error).message
+    }
+  }
+
+  async invoke({ target, event, onChunk }: Invocation): Promise<Outcome> {
+    let handler: LambdaHandler
+    try {
+      handler = await this.handlerFor(target)
+    } catch (err) {
+      return { ok: false, kind: 'unavailable', message: `function "${target.functionName}" cannot load: ${(err as Error).message}` }
+    }
+    let finished = false
+    let timer: NodeJS.Timeout | undefined
+    const timedOut = new Promise<Outcome>((resolve) => {
+      timer = setTimeout(
+        () => resolve({ ok: false, kind: 'timeout', message: `function "${target.functionName}" timed out after ${target.timeoutMs} ms` }),
+        target.timeoutMs,
+      )
+    })
+    const context = lambdaContext(target.functionName, randomUUID(), target.timeoutMs)
+    const run = runHandler(handler, event, context, (text) => {
+      if (!finished) onChunk(text)
+    }).then(
+      (text): Outcome => ({ ok: true, text }),
+      (error: unknown): Outcome => {
+        const { errorType, errorMessage } = describeError(error)
+        return functionError(errorType, errorMessage)
+      },
+    )
+    try {
+      return await Promise.race([run, timedOut])
+    } finally {
+      finished = true
+      clearTimeout(timer)
+    }
+  }
+
+  private handlerFor(target: FunctionTarget): Promise<LambdaHandler> {
+    if (!target.handler) return Promise.reject(new Error('it has no "handler:" in serverless.yml'))
+    let handler = this.handlers.get(target.functionName)
+    if (!handler) {
+      handler = loadHandler(this.baseDir, target.handler)
+      // A failed load is retried on the next request rather than cached.
+      handler.catch(() => this.handlers.delete(target.functionName))
+      this.handlers.set(target.functionName, handler)
+    }
+    return handler
+  }
+
+  async close(): Promise<void> {
+    this.handlers.clear()
+  }
+}

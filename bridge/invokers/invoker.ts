@@ -1,0 +1,51 @@
+/**
+ * How the bridge calls a function: in process, in a worker thread, on
+ * Lambda. An invoker knows functions, not queues.
+ */
+import type { ErrorKind } from '../../shared/errors.ts'
+import { BAD_REQUEST_ERROR, INVALID_ARGUMENTS_ERROR, MISSING_CONFIG_ERROR } from '../../shared/handler.ts'
+import type { ToolRequest } from '../../shared/protocol.ts'
+
+/** Which function to call and how long it may run. */
+export interface FunctionTarget {
+  /** Key under `functions:` in serverless.yml. */
+  functionName: string
+  /** `path/to/module.export`, relative to serverless.yml. */
+  handler: string | undefined
+  timeoutMs: number
+  /** Upper bound on simultaneous invocations of this function. */
+  concurrency: number
+}
+
+export interface Invocation {
+  target: FunctionTarget
+  event: ToolRequest
+  /** Called once per streamed chunk, in order, as the function produces it. */
+  onChunk: (text: string) => void
+}
+
+/** How every invocation ends, as data: the bridge turns it into messages. */
+export type Outcome =
+  | { ok: true; /** The returned value as text; '' when the function streamed. */ text: string }
+  | { ok: false; kind: ErrorKind; message: string }
+
+export interface Invoker {
+  invoke(invocation: Invocation): Promise<Outcome>
+  /** Warm up (and check) a function before requests arrive. Resolves with an error message if it cannot load. */
+  prepare(target: FunctionTarget): Promise<string | undefined>
+  close(): Promise<void>
+}
+
+/** Errors the authoring helper raises keep their own kind on the wire. */
+const KIND_BY_ERROR_TYPE: Record<string, ErrorKind> = {
+  [INVALID_ARGUMENTS_ERROR]: 'invalid-arguments',
+  [MISSING_CONFIG_ERROR]: 'missing-config',
+  [BAD_REQUEST_ERROR]: 'bad-request',
+}
+
+/** A function's own error (thrown, FunctionError, ...) as an outcome: type and message, never a stack. */
+export function functionError(errorType: string, message: string): Outcome {
+  const kind = KIND_BY_ERROR_TYPE[errorType]
+  if (kind) return { ok: false, kind, message }
+  return { ok: false, kind: 'function-error', message: errorType && errorType !== 'Error' ? `${errorType}: ${message}` : message }
+}

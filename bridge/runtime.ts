@@ -1,0 +1,67 @@
+/**
+ * Puts the parts together: transport, invoker, bridge and (optionally) the
+ * HTTP gateway, from a project and its settings.
+ */
+import type { Project, Settings } from './config.ts'
+import { createBridge, type Bridge } from './bridge.ts'
+import { startGateway, type Gateway } from './gateway.ts'
+import { InProcessInvoker } from './invokers/in-process.ts'
+import type { Invoker } from './invokers/invoker.ts'
+import { WorkerThreadInvoker } from './invokers/local.ts'
+import { silentLogger, type Logger } from './logger.ts'
+import { createTransport } from './transports/index.ts'
+import { MemoryBroker } from './transports/memory.ts'
+import type { Transport } from './transports/transport.ts'
+
+export interface Runtime {
+  bridge: Bridge
+  transport: Transport
+  gateway: Gateway | undefined
+  /** Makes another connection to the same broker, for clients. */
+  connectClient(): Promise<Transport>
+  stop(): Promise<void>
+}
+
+export function createInvoker(kind: Settings['invoker'], baseDir: string): Invoker {
+  return kind === 'in-process' ? new InProcessInvoker(baseDir) : new WorkerThreadInvoker(baseDir)
+}
+
+export async function startRuntime(
+  project: Project,
+  settings: Settings,
+  options: { logger?: Logger; memoryBroker?: MemoryBroker } = {},
+): Promise<Runtime> {
+  const logger = options.logger ?? silentLogger
+  const memoryBroker = options.memoryBroker ?? new MemoryBroker()
+  const transport = createTransport(settings.broker, memoryBroker)
+  const bridge = createBridge({
+    transport,
+    invoker: createInvoker(settings.invoker, project.baseDir),
+    services: project.services,
+    logger,
+    drainTimeoutMs: settings.drainTimeoutMs,
+  })
+  await bridge.start()
+  const clientTransports: Transport[] = []
+  const connectClient = async () => {
+    const client = createTransport(settings.broker, memoryBroker)
+    await client.connect()
+    clientTransports.push(client)
+    return client
+  }
+  let gateway: Gateway | undefined
+  if (settings.port !== undefined) {
+    gateway = await startGateway({ services: project.services, transport: await connectClient(), host: settings.host, port: settings.port })
+  }
+  return {
+    bridge,
+    transport,
+    gateway,
+    connectClient,
+    async stop() {
+      await bridge.stop() // answers in flight still reach HTTP callers through the gateway
+      await gateway?.close()
+      await Promise.all(clientTransports.map((t) => t.close()))
+    },
+  }
+}

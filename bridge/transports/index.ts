@@ -1,0 +1,26 @@
+/** Picks a transport by the broker URL's scheme; none means the embedded broker. */
+import { ConfigError } from '../../shared/descriptors.ts'
+import { MemoryBroker, MemoryTransport } from './memory.ts'
+import type { Transport } from './transport.ts'
+
+export function createTransport(broker: string | undefined, memory: MemoryBroker = new MemoryBroker()): Transport {
+  if (broker === undefined || broker === 'memory://' || broker === 'memory:') return new MemoryTransport(memory)
+  let url: URL
+  try {
+    url = new URL(broker)
+  } catch {
+    throw new ConfigError('--broker', `"${redact(broker)}" is not a URL (e.g. amqp://guest:guest@127.0.0.1:5672/)`)
+  }
+  throw new ConfigError('--broker', `unsupported scheme "${url.protocol}": use memory://`)
+}
+
+/** A broker URL fit for logs: any password replaced. */
+export function redact(broker: string): string {
+  try {
+    const url = new URL(broker)
+    if (url.password) url.password = '***'
+    return url.toString()
+  } catch {
+    return broker.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * What the bridge needs from a broker, and nothing more. A transport knows
+ * queues and bytes, never tool requests: decoding is the bridge's job.
+ *
+ * Queue names are either spelling of SPEC §2; each transport maps them with
+ * `shared/queues.ts` the way TrustGraph's backend for that broker does.
+ */
+
+/** Message properties: Pulsar properties, AMQP headers, Kafka headers. */
+export type Properties = Record<string, string>
+
+export interface Delivery {
+  readonly body: Uint8Array
+  readonly properties: Properties
+  /** True when the broker has handed this message out before. */
+  readonly redelivered: boolean
+  /** Done with it: the broker forgets it. */
+  ack(): void
+  /** Give it back: the broker redelivers it (to this or another consumer). */
+  nack(): void
+}
+
+export type OnDelivery = (delivery: Delivery) => void
+
+export interface ConsumeOptions {
+  /** Consumers with the same subscription on one queue share its messages. */
+  subscription: string
+  /** At most this many unacknowledged deliveries at a time (prefetch / permits). */
+  concurrency: number
+}
+
+export interface Consumer {
+  /**
+   * Stops new deliveries. Those already handed out can still be acked or
+   * nacked until the transport closes; then whatever is unacked goes back to
+   * the queue for another consumer.
+   */
+  close(): Promise<void>
+}
+
+export interface Transport {
+  /** Short name for logs: `memory`, `rabbitmq`, ... */
+  readonly kind: string
+  /** Where it is connected, with any password removed. */
+  readonly address: string
+  /** Largest message body the broker accepts by default. */
+  readonly maxMessageBytes: number
+  connect(): Promise<void>
+  /** Competing consumer on a request queue. Resolves once messages can arrive. */
+  consume(queue: string, options: ConsumeOptions, onDelivery: OnDelivery): Promise<Consumer>
+  /** A subscriber of its own that sees every message (response queues). Resolves once bound. */
+  subscribe(queue: string, onDelivery: OnDelivery): Promise<Consumer>
+  /** Resolves once the broker has taken the message. */
+  publish(queue: string, body: Uint8Array, properties: Properties): Promise<void>
+  close(): Promise<void>
+}

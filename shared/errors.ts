@@ -1,0 +1,36 @@
+/**
+ * One error tree for the whole project. Every failure that can end a request
+ * has a `kind`; `shared/protocol.ts` maps kinds to the wire `error.type`.
+ */
+export const ERROR_KINDS = [
+  'bad-request', // body is not a decodable ToolServiceRequest
+  'missing-config', // a required config param is absent
+  'invalid-arguments', // arguments do not match the tool's declaration
+  'too-large', // request or response over a size limit
+  'function-error', // the function threw or returned an error
+  'timeout', // the function ran past its timeout
+  'crash', // the function's execution environment died
+  'unavailable', // the bridge could not reach the function or the broker
+  'config', // serverless.yml or flags are wrong (never on the wire)
+] as const
+
+export type ErrorKind = (typeof ERROR_KINDS)[number]
+
+export class ToolbridgeError extends Error {
+  readonly kind: ErrorKind
+  /** Whether trying again later could succeed (reconnects, throttling). */
+  readonly retriable: boolean
+
+  constructor(kind: ErrorKind, message: string, options: { cause?: unknown; retriable?: boolean } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'ToolbridgeError'
+    this.kind = kind
+    this.retriable = options.retriable ?? false
+  }
+}
+
+export const isToolbridgeError = (value: unknown): value is ToolbridgeError =>
+  value instanceof ToolbridgeError
+
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)

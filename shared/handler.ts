@@ -1,0 +1,121 @@
+/**
+ * defineToolService(): write a tool service as a plain Lambda handler with
+ * typed `config` and `arguments`, checked against their declarations.
+ *
+ * @example
+ * export const handler = defineToolService({
+ *   config: { style: { type: 'string', default: 'pun' } },
+ *   arguments: { topic: { type: 'string', required: true } },
+ *   async handler({ user, config, arguments: args }) {
+ *     return `Hey ${user}! A ${config.style} about ${args.topic}`
+ *   },
+ * })
+ *
+ * To stream, make `handler` an async generator: each yielded string is a
+ * chunk (SPEC §6). The result works under middy: `middy(handler).use(...)`.
+ */
+import { checkArguments, type ArgumentRule } from './arguments.ts'
+import { ToolbridgeError } from './errors.ts'
+import { decodeEnvelope } from './protocol.ts'
+import type { ArgumentType } from './tool-service-schema.ts'
+
+export interface FieldDeclaration {
+  type: ArgumentType
+  required?: boolean
+  default?: unknown
+}
+export type Declarations = Record<string, FieldDeclaration>
+
+type ValueOf<T extends ArgumentType> = T extends 'string'
+  ? string
+  : T extends 'number' | 'integer'
+    ? number
+    : T extends 'boolean'
+      ? boolean
+      : T extends 'object'
+        ? Record<string, unknown>
+        : unknown[]
+
+type IsPresent<F extends FieldDeclaration> = F extends { required: true } ? true : F extends { default: {} } ? true : false
+
+/** Declared fields typed; required ones and ones with a default are always present. */
+export type Typed<D extends Declarations> = {
+  [K in keyof D as IsPresent<D[K]> extends true ? K : never]: ValueOf<D[K]['type']>
+} & {
+  [K in keyof D as IsPresent<D[K]> extends true ? never : K]?: ValueOf<D[K]['type']>
+} & Record<string, unknown>
+
+export interface ToolEvent<C = Record<string, unknown>, A = Record<string, unknown>> {
+  user: string
+  config: C
+  arguments: A
+}
+
+/** What a handler may return: a string, any JSON value, or chunks (SPEC §6). */
+export type ToolResult = unknown
+
+export interface ToolServiceDefinition<C extends Declarations, A extends Declarations, Ctx> {
+  config?: C
+  arguments?: A
+  handler: (event: ToolEvent<Typed<C>, Typed<A>>, context: Ctx) => ToolResult | Promise<ToolResult>
+}
+
+/** Names of errors that the bridge reports with their own wire type rather than `tool-service-error`. */
+export const INVALID_ARGUMENTS_ERROR = 'InvalidArgumentsError'
+export const MISSING_CONFIG_ERROR = 'MissingConfigError'
+export const BAD_REQUEST_ERROR = 'BadRequestError'
+
+function namedError(kind: 'invalid-arguments' | 'missing-config' | 'bad-request', name: string, message: string) {
+  const error = new ToolbridgeError(kind, message)
+  error.name = name
+  return error
+}
+
+const rulesOf = (declarations: Declarations): ArgumentRule[] =>
+  Object.entries(declarations).map(([name, d]) => ({ name, type: d.type, required: d.required ?? false }))
+
+function withDefaults(values: Record<string, unknown>, declarations: Declarations): Record<string, unknown> {
+  let result = values
+  for (const [name, d] of Object.entries(declarations)) {
+    if (d.default !== undefined && (values[name] === undefined || values[name] === null)) {
+      if (result === values) result = { ...values }
+      result[name] = d.default
+    }
+  }
+  return result
+}
+
+export function defineToolService<C extends Declarations = {}, A extends Declarations = {}, Ctx = unknown>(
+  definition: ToolServiceDefinition<C, A, Ctx>,
+): (event: unknown, context: Ctx) => Promise<ToolResult> {
+  const configDecl: Declarations = definition.config ?? {}
+  const argumentDecl: Declarations = definition.arguments ?? {}
+  const configRules = rulesOf(configDecl)
+  const argumentRules = rulesOf(argumentDecl)
+
+  return async function toolServiceHandler(event: unknown, context: Ctx) {
+    const envelope = decodeEnvelope(event)
+    if (!envelope.ok) throw namedError('bad-request', BAD_REQUEST_ERROR, envelope.message)
+    const { user } = envelope.value
+
+    const config = checkArguments(envelope.value.config, configRules, 'config')
+    if (!config.ok) {
+      throw config.onlyMissing
+        ? namedError('missing-config', MISSING_CONFIG_ERROR, config.message)
+        : namedError('invalid-arguments', INVALID_ARGUMENTS_ERROR, config.message)
+    }
+    const args = checkArguments(envelope.value.arguments, argumentRules)
+    if (!args.ok) throw namedError('invalid-arguments', INVALID_ARGUMENTS_ERROR, args.message)
+
+    const typedEvent = {
+      user,
+      config: withDefaults(config.value, configDecl),
+      arguments: withDefaults(args.value, argumentDecl),
+    } as ToolEvent<Typed<C>, Typed<A>>
+    return definition.handler(typedEvent, context)
+  }
+}
+
+/** True for what a handler returns when it streams. */
+export const isChunkStream = (value: unknown): value is AsyncIterable<unknown> =>
+  typeof value === 'object' && value !== null && Symbol.asyncIterator in value

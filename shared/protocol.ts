@@ -1,0 +1,156 @@
+/**
+ * The wire contract (SPEC §3, §4): ToolServiceRequest / ToolServiceResponse
+ * as UTF-8 JSON bytes, and the `id` property that correlates them.
+ */
+import { type ErrorKind, isRecord } from './errors.ts'
+
+/** A request as the function sees it: config and arguments parsed to objects. */
+export interface ToolRequest {
+  user: string
+  config: Record<string, unknown>
+  arguments: Record<string, unknown>
+}
+
+export interface WireError {
+  type: string
+  message: string
+}
+
+export interface ToolResponse {
+  error: WireError | null
+  response: string
+  end_of_stream: boolean
+}
+
+/** The property that carries the correlation id, and what TrustGraph echoes without one. */
+export const ID_PROPERTY = 'id'
+export const UNKNOWN_ID = 'unknown'
+
+/** Wire `error.type` per kind. Function failures keep TrustGraph's own type. */
+const WIRE_ERROR_TYPE: Record<ErrorKind, string> = {
+  'bad-request': 'bad-request',
+  'missing-config': 'missing-config',
+  'invalid-arguments': 'invalid-arguments',
+  'too-large': 'too-large',
+  'function-error': 'tool-service-error',
+  timeout: 'timeout',
+  crash: 'tool-service-error',
+  unavailable: 'unavailable',
+  config: 'tool-service-error',
+}
+
+export const wireErrorType = (kind: ErrorKind): string => WIRE_ERROR_TYPE[kind]
+
+export type Decoded<T> = { ok: true; value: T } | { ok: false; message: string }
+
+const utf8 = new TextEncoder()
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
+
+/** Parses UTF-8 JSON bytes; invalid UTF-8 and invalid JSON are reported, not thrown. */
+export function parseJsonBytes(bytes: Uint8Array): Decoded<unknown> {
+  let text: string
+  try {
+    text = strictUtf8.decode(bytes)
+  } catch {
+    return { ok: false, message: 'body is not valid UTF-8' }
+  }
+  try {
+    return { ok: true, value: JSON.parse(text) }
+  } catch (err) {
+    return { ok: false, message: `body is not valid JSON: ${(err as Error).message}` }
+  }
+}
+
+/** `config` / `arguments`: a JSON string of an object, an object, or empty/absent for `{}`. */
+function decodeObjectField(name: string, value: unknown): Decoded<Record<string, unknown>> {
+  if (value === undefined || value === null || value === '') return { ok: true, value: {} }
+  if (isRecord(value)) return { ok: true, value }
+  if (typeof value !== 'string') {
+    return { ok: false, message: `"${name}" must be a JSON-encoded object string, got ${typeName(value)}` }
+  }
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(value)
+  } catch {
+    return { ok: false, message: `"${name}" is not valid JSON` }
+  }
+  if (!isRecord(parsed)) {
+    return { ok: false, message: `"${name}" must encode a JSON object, got ${typeName(parsed)}` }
+  }
+  return { ok: true, value: parsed }
+}
+
+export function decodeRequest(bytes: Uint8Array): Decoded<ToolRequest> {
+  const parsed = parseJsonBytes(bytes)
+  return parsed.ok ? decodeEnvelope(parsed.value) : parsed
+}
+
+/** A request body, or a function's event: the tolerant cases of SPEC §3 resolved. */
+export function decodeEnvelope(body: unknown): Decoded<ToolRequest> {
+  if (!isRecord(body)) return { ok: false, message: `request must be a JSON object, got ${typeName(body)}` }
+  const user = body.user ?? ''
+  if (typeof user !== 'string') return { ok: false, message: `"user" must be a string, got ${typeName(user)}` }
+  const config = decodeObjectField('config', body.config)
+  if (!config.ok) return config
+  const args = decodeObjectField('arguments', body.arguments)
+  if (!args.ok) return args
+  return { ok: true, value: { user, config: config.value, arguments: args.value } }
+}
+
+/** Encodes as TrustGraph does: config and arguments as JSON strings; `user` only when given. */
+export function encodeRequest(request: { user?: string; config?: object; arguments?: object }): Uint8Array {
+  const wire: Record<string, string> = {}
+  if (request.user !== undefined) wire.user = request.user
+  wire.config = JSON.stringify(request.config ?? {})
+  wire.arguments = JSON.stringify(request.arguments ?? {})
+  return utf8.encode(JSON.stringify(wire))
+}
+
+export function encodeResponse(response: ToolResponse): Uint8Array {
+  // Field order as TrustGraph serialises it.
+  return utf8.encode(
+    JSON.stringify({ error: response.error, response: response.response, end_of_stream: response.end_of_stream }),
+  )
+}
+
+export const chunkResponse = (text: string): ToolResponse => ({ error: null, response: text, end_of_stream: false })
+export const finalResponse = (text: string): ToolResponse => ({ error: null, response: text, end_of_stream: true })
+export const errorResponse = (kind: ErrorKind, message: string): ToolResponse => ({
+  error: { type: wireErrorType(kind), message },
+  response: '',
+  end_of_stream: true,
+})
+
+export function decodeResponse(bytes: Uint8Array): Decoded<ToolResponse> {
+  const parsed = parseJsonBytes(bytes)
+  if (!parsed.ok) return parsed
+  const body = parsed.value
+  if (!isRecord(body)) return { ok: false, message: `response must be a JSON object, got ${typeName(body)}` }
+  const { error, response, end_of_stream: endOfStream } = body
+  let wireError: WireError | null = null
+  if (error !== null && error !== undefined) {
+    if (!isRecord(error)) return { ok: false, message: '"error" must be an object or null' }
+    wireError = { type: String(error.type ?? ''), message: String(error.message ?? '') }
+  }
+  if (response !== undefined && response !== null && typeof response !== 'string') {
+    return { ok: false, message: '"response" must be a string' }
+  }
+  return {
+    ok: true,
+    // An error always ends the stream, whatever the flag says.
+    value: { error: wireError, response: response ?? '', end_of_stream: endOfStream === true || wireError !== null },
+  }
+}
+
+/** A handler's result on the wire: strings as they are, anything else as its JSON text. */
+export function resultText(result: unknown): string {
+  if (typeof result === 'string') return result
+  if (result === undefined) return ''
+  return JSON.stringify(result) ?? ''
+}
+
+export function typeName(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'array'
+  return typeof value
+}
