@@ -8,7 +8,7 @@ import { descriptors } from '../shared/descriptors.ts'
 import { isRecord, ToolbridgeError } from '../shared/errors.ts'
 import { QUEUE_STYLES, type QueueStyle } from '../shared/queues.ts'
 import { RequestClient, ToolCallError } from './client.ts'
-import { INVOKERS, loadProject, resolveSettings, type SettingFlags } from './config.ts'
+import { EMBEDDED_DEFAULT_PORT, INVOKERS, loadProject, resolveSettings, type SettingFlags } from './config.ts'
 import { createLogger, LOG_LEVELS } from './logger.ts'
 import { startRuntime } from './runtime.ts'
 import { createTransport, redact } from './transports/index.ts'
@@ -29,7 +29,7 @@ program
   .description('serve every tool service in serverless.yml')
   .addOption(brokerOption())
   .addOption(invokerOption())
-  .option('-p, --port <port>', 'HTTP port for /tools (env TOOLBRIDGE_PORT); off when not given')
+  .option('-p, --port <port>', `HTTP port for /tools, or "off" (env TOOLBRIDGE_PORT); default: ${EMBEDDED_DEFAULT_PORT} on the embedded broker, off otherwise`)
   .option('--host <host>', 'HTTP listen address (env TOOLBRIDGE_HOST)', undefined)
   .option('--drain-timeout <seconds>', 'on SIGINT/SIGTERM, how long to finish requests in flight')
   .addOption(new Option('--log-level <level>', 'log level (env TOOLBRIDGE_LOG_LEVEL)').choices(LOG_LEVELS))
@@ -88,7 +88,7 @@ program
     const args = parseArguments(flags.arg, flags.args)
     const timeoutSeconds = Number(flags.timeout)
     if (!(timeoutSeconds > 0)) throw new ToolbridgeError('config', `--timeout: "${flags.timeout}" must be a positive number of seconds`)
-    const settings = resolveSettings({ ...flags, port: '' })
+    const settings = resolveSettings({ ...flags, port: 'off' })
     // Without a broker, serve the call from an embedded bridge in this process.
     const runtime = settings.broker === undefined ? await startRuntime(project, settings) : undefined
     const transport = runtime ? await runtime.connectClient() : await connectRemote(settings.broker!)

@@ -38,6 +38,9 @@ export function loadProject(path: string): Project {
   return { baseDir: dirname(file), services }
 }
 
+/** On the embedded broker nothing else can reach the bridge, so HTTP is on by default. */
+export const EMBEDDED_DEFAULT_PORT = 8080
+
 export interface Settings {
   broker: string | undefined
   port: number | undefined
@@ -73,11 +76,13 @@ function integer(flag: string, value: string, min: number, max: number): number 
 
 /** Flags win over the environment (TOOLBRIDGE_BROKER, TOOLBRIDGE_PORT, ...), which wins over defaults. */
 export function resolveSettings(flags: SettingFlags, env: Env = process.env): Settings {
-  const port = flags.port ?? env.TOOLBRIDGE_PORT
+  const broker = flags.broker ?? (env.TOOLBRIDGE_BROKER || undefined)
+  const port = flags.port ?? env.TOOLBRIDGE_PORT ?? (broker === undefined ? String(EMBEDDED_DEFAULT_PORT) : undefined)
   const drain = flags.drainTimeout ?? env.TOOLBRIDGE_DRAIN_TIMEOUT
   return {
-    broker: flags.broker ?? (env.TOOLBRIDGE_BROKER || undefined),
-    port: port === undefined || port === '' ? undefined : integer('--port', port, 0, 65535),
+    broker,
+    // '' or 'off' turns HTTP off.
+    port: port === undefined || port === '' || port === 'off' ? undefined : integer('--port', port, 0, 65535),
     host: flags.host ?? env.TOOLBRIDGE_HOST ?? '127.0.0.1',
     invoker: oneOf('--invoker', flags.invoker ?? env.TOOLBRIDGE_INVOKER ?? 'local', INVOKERS),
     drainTimeoutMs: drain === undefined ? 30_000 : integer('--drain-timeout', drain, 0, 3600) * 1000,

@@ -26,15 +26,13 @@ export interface Responder {
 /** Bytes of a response around its `response` text. */
 const ENVELOPE_BYTES = encodeResponse(chunkResponse('')).byteLength
 
-/** UTF-8 bytes of a code point once JSON-escaped. */
+/** Bytes of a code point once JSON-escaped as encodeResponse writes it (ASCII only, see python-json.ts). */
 function escapedBytes(codePoint: number): number {
   if (codePoint === 0x22 || codePoint === 0x5c) return 2 // \" \\
   if (codePoint < 0x20) return 6 // worst case \u00XX
-  if (codePoint < 0x80) return 1
-  if (codePoint < 0x800) return 2
-  if (codePoint >= 0xd800 && codePoint <= 0xdfff) return 6 // lone surrogate, escaped
-  if (codePoint < 0x10000) return 3
-  return 4
+  if (codePoint < 0x7f) return 1
+  if (codePoint <= 0xffff) return 6 // \uXXXX
+  return 12 // a surrogate pair, \uXXXX\uXXXX
 }
 
 /**
@@ -43,7 +41,7 @@ function escapedBytes(codePoint: number): number {
  */
 export function splitForMessages(text: string, maxBodyBytes: number): string[] {
   const budget = maxBodyBytes - ENVELOPE_BYTES
-  if (text.length * 6 <= budget) return [text] // fits even if every char were escaped
+  if (text.length * 6 <= budget) return [text] // fits even if every char were escaped (6 bytes per UTF-16 unit at most)
   const pieces: string[] = []
   let start = 0
   let used = 0

@@ -3,6 +3,7 @@
  * as UTF-8 JSON bytes, and the `id` property that correlates them.
  */
 import { type ErrorKind, isRecord } from './errors.ts'
+import { pythonJsonDumps, pythonJsonString } from './python-json.ts'
 
 /** A request as the function sees it: config and arguments parsed to objects. */
 export interface ToolRequest {
@@ -97,19 +98,24 @@ export function decodeEnvelope(body: unknown): Decoded<ToolRequest> {
   return { ok: true, value: { user, config: config.value, arguments: args.value } }
 }
 
-/** Encodes as TrustGraph does: config and arguments as JSON strings; `user` only when given. */
+/**
+ * Encodes as TrustGraph does (Python `json.dumps`, see python-json.ts):
+ * config and arguments as JSON strings; `user` only when given, as current
+ * TrustGraph no longer sends it.
+ */
 export function encodeRequest(request: { user?: string; config?: object; arguments?: object }): Uint8Array {
   const wire: Record<string, string> = {}
   if (request.user !== undefined) wire.user = request.user
-  wire.config = JSON.stringify(request.config ?? {})
-  wire.arguments = JSON.stringify(request.arguments ?? {})
-  return utf8.encode(JSON.stringify(wire))
+  wire.config = pythonJsonDumps(request.config ?? {})
+  wire.arguments = pythonJsonDumps(request.arguments ?? {})
+  return utf8.encode(pythonJsonDumps(wire))
 }
 
+/** Byte-identical to what TrustGraph's DynamicToolService sends: its field order, its JSON spelling. */
 export function encodeResponse(response: ToolResponse): Uint8Array {
-  // Field order as TrustGraph serialises it.
+  const error = response.error === null ? 'null' : pythonJsonDumps({ type: response.error.type, message: response.error.message })
   return utf8.encode(
-    JSON.stringify({ error: response.error, response: response.response, end_of_stream: response.end_of_stream }),
+    `{"error": ${error}, "response": ${pythonJsonString(response.response)}, "end_of_stream": ${response.end_of_stream}}`,
   )
 }
 
