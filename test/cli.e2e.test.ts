@@ -1,0 +1,330 @@
+/**
+ * The `toolbridge` command as a user runs it: `node bridge/cli.ts ...` in a
+ * child process, checked by its output and exit code.
+ */
+import { execFile, spawn, type ChildProcessByStdio } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Readable } from 'node:stream'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const FAULTS_YML = 'test/fixtures/faults/serverless.yml'
+/** A fail-safe against a hung child, not a limit on how fast it must be. */
+const CHILD_TIMEOUT_MS = 30_000
+
+/** The environment without TOOLBRIDGE_* settings, so only the flags under test count. */
+const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
+
+interface Run {
+  code: number | null
+  signal: NodeJS.Signals | null
+  stdout: string
+  stderr: string
+}
+
+function toolbridge(...args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['bridge/cli.ts', ...args],
+      { cwd: ROOT, env: cleanEnv(), timeout: CHILD_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : null) : 0
+        resolve({ code, signal: (error?.signal as NodeJS.Signals | undefined) ?? null, stdout, stderr })
+      },
+    )
+  })
+}
+
+const lines = (text: string) => text.split('\n').filter((line) => line.trim() !== '')
+
+/** A `toolbridge start` child with its HTTP gateway on a free port. */
+class Server {
+  readonly child: ChildProcessByStdio<null, Readable, Readable>
+  stdout = ''
+  stderr = ''
+  readonly url: Promise<string>
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+
+  constructor(...args: string[]) {
+    this.child = spawn(process.execPath, ['bridge/cli.ts', ...args, 'start', '--port', '0', '--log-level', 'warn'], {
+      cwd: ROOT,
+      env: cleanEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: CHILD_TIMEOUT_MS,
+    })
+    this.child.stdout.setEncoding('utf8')
+    this.child.stderr.setEncoding('utf8')
+    this.child.stderr.on('data', (text: string) => (this.stderr += text))
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })))
+    this.url = new Promise((resolve, reject) => {
+      this.child.stdout.on('data', (text: string) => {
+        this.stdout += text
+        const match = /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools$/m.exec(this.stdout)
+        if (match) resolve(match[1]!)
+      })
+      void this.exited.then(({ code }) => reject(new Error(`toolbridge start exited (${code}) before serving:\n${this.stdout}${this.stderr}`)))
+    })
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL')
+    await this.exited
+  }
+}
+
+const ndjson = (text: string) => lines(text).map((line) => JSON.parse(line) as Record<string, unknown>)
+
+const post = (url: string, body: unknown) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+
+describe('toolbridge invoke', () => {
+  it.concurrent('prints the answer of tell-joke and exits 0', async ({ expect }) => {
+    const run = await toolbridge('invoke', 'tell-joke', '--arg', 'topic=programming')
+    expect(run).toMatchObject({ code: 0, stderr: '' })
+    expect(run.stdout).toBe("Hey there! Here's a pun for you:\n\nI told my computer a joke about UDP. I am not sure it got it.\n")
+  })
+
+  it.concurrent('prints the streamed story of tell-story with --stream', async ({ expect }) => {
+    const run = await toolbridge('invoke', 'tell-story', '--arg', 'hero=Ada', '--stream')
+    expect(run).toMatchObject({ code: 0, stderr: '' })
+    expect(run.stdout).toMatch(/^Once upon a time, Ada lived in a small town by the sea\. Every morning, Ada looked/)
+    expect(run.stdout).toMatch(/ The path led through a forest where the trees whispered old names\.\n$/)
+  })
+
+  it.concurrent('reports a missing argument as "error: invalid-arguments: ..." and exits 1', async ({ expect }) => {
+    const run = await toolbridge('invoke', 'tell-joke')
+    expect(run.code).toBe(1)
+    expect(run.stdout).toBe('')
+    expect(lines(run.stderr)).toEqual([expect.stringMatching(/^error: invalid-arguments: .*"topic" is required/)])
+  })
+
+  it.concurrent('reports an unknown tool in one line and exits non-zero', async ({ expect }) => {
+    const run = await toolbridge('invoke', 'no-such-tool')
+    expect(run.code).not.toBe(0)
+    expect(run.code).not.toBeNull()
+    expect(lines(run.stderr)).toEqual([expect.stringContaining('unknown tool "no-such-tool"')])
+    expect(run.stderr).toContain('tell-joke')
+  })
+
+  it.concurrent('refuses an unknown flag with a non-zero exit', async ({ expect }) => {
+    const run = await toolbridge('invoke', 'tell-joke', '--no-such-flag')
+    expect(run.code).not.toBe(0)
+    expect(run.code).not.toBeNull()
+    expect(run.stderr).toContain('--no-such-flag')
+    expect(run.stdout).toBe('')
+  })
+})
+
+describe('toolbridge -c with a bad serverless.yml', () => {
+  let dir: string
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'toolbridge-cli-'))
+  })
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  const write = (name: string, text: string) => {
+    const path = join(dir, name)
+    writeFileSync(path, text)
+    return path
+  }
+
+  it.concurrent('names the file when it is not valid YAML', async ({ expect }) => {
+    const path = write('invalid.yml', 'functions:\n  echo: [unclosed\n    handler: x.handler\n')
+    const run = await toolbridge('-c', path, 'descriptors')
+    expect(run.code).not.toBe(0)
+    expect(run.code).not.toBeNull()
+    expect(run.stdout).toBe('')
+    expect(lines(run.stderr)).toEqual([expect.stringContaining(`${path}: invalid YAML`)])
+  })
+
+  it.concurrent('names the file when it cannot be read', async ({ expect }) => {
+    const path = join(dir, 'missing.yml')
+    const run = await toolbridge('-c', path, 'invoke', 'tell-joke', '--arg', 'topic=cats')
+    expect(run.code).not.toBe(0)
+    expect(run.code).not.toBeNull()
+    expect(lines(run.stderr)).toEqual([expect.stringContaining(`${path}: cannot read`)])
+  })
+
+  it.concurrent('names the field at fault when a toolService block has an unknown field', async ({ expect }) => {
+    const path = write(
+      'unknown-field.yml',
+      [
+        'service: bad',
+        'functions:',
+        '  echo:',
+        '    handler: functions/echo.handler',
+        '    toolService:',
+        '      id: echo-service',
+        '      topic: echo',
+        '      colour: blue',
+        '      tools:',
+        '        - name: echo',
+        '          description: Echo',
+        '',
+      ].join('\n'),
+    )
+    const run = await toolbridge('-c', path, 'descriptors')
+    expect(run.code).not.toBe(0)
+    expect(run.code).not.toBeNull()
+    expect(run.stdout).toBe('')
+    expect(lines(run.stderr)).toEqual([expect.stringMatching(/functions\.echo\.toolService: unknown field "colour"/)])
+  })
+})
+
+describe('toolbridge descriptors', () => {
+  const joke = {
+    id: 'joke-service',
+    'request-queue': 'request:tg:joke',
+    'response-queue': 'response:tg:joke',
+    'config-params': [{ name: 'style', required: false }],
+  }
+  const story = {
+    id: 'story-service',
+    'request-queue': 'request:tg:story',
+    'response-queue': 'response:tg:story',
+    'config-params': [{ name: 'pace', required: false }],
+  }
+  const tellJoke = {
+    type: 'tool-service',
+    name: 'tell-joke',
+    description: 'Tell a joke on a given topic',
+    service: 'joke-service',
+    style: 'pun',
+    arguments: [{ name: 'topic', type: 'string', description: 'The topic for the joke' }],
+  }
+  const tellStory = {
+    type: 'tool-service',
+    name: 'tell-story',
+    description: 'Tell a short story about a hero, streamed sentence by sentence',
+    service: 'story-service',
+    pace: 20,
+    arguments: [
+      { name: 'hero', type: 'string', description: 'Who the story is about' },
+      { name: 'place', type: 'string', description: 'Where it happens' },
+      { name: 'sentences', type: 'integer', description: 'How many sentences (1-100, default 5)' },
+    ],
+  }
+
+  it.concurrent('prints the SPEC §1 tool-service and tool objects of serverless.yml as JSON', async ({ expect }) => {
+    const run = await toolbridge('descriptors')
+    expect(run).toMatchObject({ code: 0, stderr: '' })
+    const printed = JSON.parse(run.stdout) as { 'tool-service': Record<string, unknown>; tool: Record<string, unknown> }
+    expect(Object.keys(printed)).toEqual(['tool-service', 'tool'])
+    expect(printed['tool-service']['joke-service']).toEqual(joke)
+    expect(printed['tool-service']['story-service']).toEqual(story)
+    expect(printed.tool['tell-joke']).toEqual(tellJoke)
+    expect(printed.tool['tell-story']).toEqual(tellStory)
+    // Every other entry has the same shape (the calculator is someone else's work in progress).
+    for (const [id, descriptor] of Object.entries(printed['tool-service'])) {
+      expect(descriptor).toEqual({ id, 'request-queue': expect.any(String), 'response-queue': expect.any(String), 'config-params': expect.any(Array) })
+    }
+    for (const [name, descriptor] of Object.entries(printed.tool)) {
+      expect(descriptor).toMatchObject({ type: 'tool-service', name, description: expect.any(String), service: expect.any(String), arguments: expect.any(Array) })
+    }
+  })
+
+  it.concurrent('spells generated queues as Pulsar URIs with --queues pulsar', async ({ expect }) => {
+    const run = await toolbridge('descriptors', '--queues', 'pulsar')
+    expect(run).toMatchObject({ code: 0, stderr: '' })
+    const printed = JSON.parse(run.stdout) as { 'tool-service': Record<string, Record<string, unknown>> }
+    expect(printed['tool-service']['joke-service']).toEqual({
+      ...joke,
+      'request-queue': 'non-persistent://tg/request/joke',
+      'response-queue': 'non-persistent://tg/response/joke',
+    })
+  })
+})
+
+describe('toolbridge start with the example functions', () => {
+  let server: Server
+  let url: string
+  beforeAll(async () => {
+    server = new Server()
+    url = await server.url
+  })
+  afterAll(async () => {
+    await server.stop()
+  })
+
+  it('lists the tools with their arguments on GET /tools', async () => {
+    const res = await fetch(`${url}/tools`)
+    expect(res.status).toBe(200)
+    const { tools } = (await res.json()) as { tools: { name: string; arguments: unknown[] }[] }
+    const byName = new Map(tools.map((tool) => [tool.name, tool]))
+    expect(byName.get('tell-joke')).toMatchObject({
+      type: 'tool-service',
+      service: 'joke-service',
+      style: 'pun',
+      arguments: [{ name: 'topic', type: 'string', description: 'The topic for the joke' }],
+    })
+    expect(byName.get('tell-story')?.arguments.map((a) => (a as { name: string }).name)).toEqual(['hero', 'place', 'sentences'])
+  })
+
+  it('answers POST /tools/tell-joke with NDJSON ending in the response', async () => {
+    const res = await post(`${url}/tools/tell-joke`, { arguments: { topic: 'cats' }, user: 'alice' })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toBe('application/x-ndjson')
+    const messages = ndjson(await res.text())
+    expect(messages.at(-1)).toEqual({ response: "Hey alice! Here's a pun for you:\n\nWhat do you call a pile of cats? A meowtain." })
+  })
+
+  it('streams POST /tools/tell-story as chunk lines, then the whole response', async () => {
+    const res = await post(`${url}/tools/tell-story`, { arguments: { hero: 'Ada' } })
+    expect(res.status).toBe(200)
+    const messages = ndjson(await res.text())
+    const chunks = messages.slice(0, -1)
+    expect(chunks.length).toBe(5)
+    for (const chunk of chunks) expect(Object.keys(chunk)).toEqual(['chunk'])
+    expect(chunks[0]).toEqual({ chunk: 'Once upon a time, Ada lived in a small town by the sea.' })
+    expect(messages.at(-1)).toEqual({ response: chunks.map((c) => c.chunk).join('') })
+  })
+
+  it('answers an unknown tool with 404', async () => {
+    const res = await post(`${url}/tools/no-such-tool`, { arguments: {} })
+    expect(res.status).toBe(404)
+    expect(await res.json()).toMatchObject({ error: { message: expect.stringContaining('no-such-tool') } })
+  })
+
+  it('answers invalid arguments with 422 and the error as JSON', async () => {
+    const res = await post(`${url}/tools/tell-joke`, { arguments: { topic: 42 } })
+    expect(res.status).toBe(422)
+    expect(res.headers.get('content-type')).toBe('application/json')
+    expect(await res.json()).toEqual({ error: { type: 'invalid-arguments', message: expect.stringContaining('"topic"') } })
+  })
+})
+
+describe('toolbridge start, stopped by SIGTERM', () => {
+  it('finishes a request in flight, then exits 0', async () => {
+    const server = new Server('-c', FAULTS_YML)
+    try {
+      const url = await server.url
+      const res = await post(`${url}/tools/slow-stream`, { arguments: { ms: 1000 } })
+      expect(res.status).toBe(200)
+      // Read up to the first chunk: from then on the request is in the bridge's hands.
+      const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
+      let received = ''
+      while (!received.includes('\n')) {
+        const { value, done } = await reader.read()
+        if (done) break
+        received += value
+      }
+      expect(ndjson(received)).toEqual([{ chunk: 'started' }])
+
+      server.child.kill('SIGTERM')
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) break
+        received += value
+      }
+      expect(ndjson(received)).toEqual([{ chunk: 'started' }, { chunk: ' done' }, { response: 'started done' }])
+      expect(await server.exited).toEqual({ code: 0, signal: null })
+      expect(server.stdout).toContain('toolbridge: SIGTERM, finishing 1 request(s) in flight')
+    } finally {
+      await server.stop()
+    }
+  })
+})
