@@ -4,6 +4,7 @@
  * loop: it ends as an error response like any other outcome.
  */
 import type { ToolServiceSpec } from '../shared/descriptors.ts'
+import { isToolbridgeError } from '../shared/errors.ts'
 import { decodeRequest, ID_PROPERTY, UNKNOWN_ID } from '../shared/protocol.ts'
 import type { Invoker, Outcome } from './invokers/invoker.ts'
 import { silentLogger, type Logger } from './logger.ts'
@@ -82,14 +83,22 @@ export function createBridge(options: BridgeOptions): Bridge {
       transport.maxMessageBytes,
     )
     try {
-      const outcome = await evaluate(served, delivery, responder.chunk)
+      // Once given back (drain timeout), another consumer answers it: publish nothing more.
+      const outcome = await evaluate(served, delivery, (text) => settled || responder.chunk(text))
+      if (settled) return
       if (!outcome.ok) logger.warn({ service: spec.id, id, kind: outcome.kind }, outcome.message)
       await responder.finish(outcome)
       settle('ack')
     } catch (err) {
-      // The answer could not be published: give the request back so it can be answered, never ack and lose it.
-      logger.error({ service: spec.id, id, err: (err as Error).message }, 'could not publish the response; request returned to the queue')
-      settle('nack')
+      if (isToolbridgeError(err) && !err.retriable) {
+        // It would fail the same way on every redelivery: drop it rather than loop.
+        logger.error({ service: spec.id, id, err: err.message }, 'could not publish the response; request dropped')
+        settle('ack')
+      } else {
+        // Give the request back so it can be answered; never ack and lose it.
+        logger.error({ service: spec.id, id, err: (err as Error).message }, 'could not publish the response; request returned to the queue')
+        settle('nack')
+      }
     }
   }
 
@@ -100,10 +109,12 @@ export function createBridge(options: BridgeOptions): Bridge {
 
     async start() {
       await transport.connect()
-      for (const spec of services) {
-        const loadError = await invoker.prepare(spec)
-        if (loadError) logger.error({ service: spec.id, fn: spec.functionName }, `function cannot load: ${loadError}`)
-      }
+      await Promise.all(
+        services.map(async (spec) => {
+          const loadError = await invoker.prepare(spec)
+          if (loadError) logger.error({ service: spec.id, fn: spec.functionName }, `function cannot load: ${loadError}`)
+        }),
+      )
       for (const spec of services) {
         const served: Served = { spec, check: compileRequestCheck(spec) }
         const consumer = await transport.consume(

@@ -136,7 +136,7 @@ function parseArguments(pairs: string[], json: string | undefined): Record<strin
 }
 
 async function connectRemote(broker: string) {
-  const transport = createTransport(broker)
+  const transport = createTransport(broker, undefined, { logger: createLogger('warn') })
   await transport.connect()
   return transport
 }

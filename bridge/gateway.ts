@@ -69,6 +69,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const tools = new Map<string, { spec: ToolServiceSpec; tool: ToolSpec }>()
   for (const spec of services) for (const tool of spec.tools) tools.set(tool.name, { spec, tool })
   const clients = new Map<string, Promise<RequestClient>>()
+  /** Calls being answered: close() lets them finish. */
+  const active = new Set<Promise<void>>()
 
   const clientFor = (spec: ToolServiceSpec): Promise<RequestClient> => {
     let client = clients.get(spec.id)
@@ -106,10 +108,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         { user: body.user as string | undefined, config: entry.tool.config, arguments: args },
         {
           timeoutMs: entry.spec.timeoutMs + 5_000,
-          onChunk: (chunk) => {
-            startStream()
-            line({ chunk })
-          },
+          // Only a streaming service sends chunks; a single answer is just the final line.
+          onChunk:
+            entry.spec.response === 'stream'
+              ? (chunk) => {
+                  startStream()
+                  line({ chunk })
+                }
+              : undefined,
         },
       )
       startStream()
@@ -136,7 +142,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return sendJson(res, 200, { tools: [...tools.values()].map(({ spec, tool }) => toolDescriptor(spec, tool)) })
     }
     const match = /^\/tools\/([^/]+)$/.exec(path)
-    if (match && req.method === 'POST') return callTool(decodeURIComponent(match[1]!), req, res)
+    if (match && req.method === 'POST') {
+      const call = callTool(decodeURIComponent(match[1]!), req, res)
+      const tracked = call.catch(() => {})
+      active.add(tracked)
+      void tracked.then(() => active.delete(tracked))
+      return call
+    }
     throw new HttpError(match || path === '/tools' ? 405 : 404, `no route for ${req.method} ${path}`)
   }
 
@@ -157,7 +169,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     url: `http://${host}:${address.port}`,
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
-      server.closeAllConnections() // streaming answers in progress would otherwise hold close() open
+      await Promise.allSettled(active) // calls in flight get their answers (each is bounded by its timeout)
+      server.closeAllConnections()
       await closed
       await Promise.all([...clients.values()].map((c) => c.then((client) => client.close(), () => undefined)))
     },

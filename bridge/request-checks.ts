@@ -22,7 +22,7 @@ const sameRules = (a: readonly ArgumentRule[], b: readonly ArgumentRule[]) =>
 
 function matchesConfig(tool: ToolSpec, config: Record<string, unknown>): boolean {
   for (const [key, value] of Object.entries(tool.config)) {
-    if (String(config[key]) !== String(value)) return false
+    if (!Object.hasOwn(config, key) || String(config[key]) !== String(value)) return false
   }
   return true
 }
@@ -41,7 +41,7 @@ export function compileRequestCheck(spec: ToolServiceSpec): RequestCheck {
   }
 
   return (request) => {
-    const missing = required.filter((name) => request.config[name] === undefined || request.config[name] === null)
+    const missing = required.filter((name) => !Object.hasOwn(request.config, name) || request.config[name] == null)
     if (missing.length > 0) {
       return {
         ok: false,

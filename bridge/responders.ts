@@ -4,6 +4,7 @@
  * non-streaming TrustGraph client needs); `stream` sends a message per chunk
  * as it arrives, then a final one with `end_of_stream: true`.
  */
+import type { ErrorKind } from '../shared/errors.ts'
 import type { ResponseMode } from '../shared/tool-service-schema.ts'
 import {
   chunkResponse,
@@ -40,7 +41,10 @@ function escapedBytes(codePoint: number): number {
  * between code points, so no UTF-8 sequence is ever cut.
  */
 export function splitForMessages(text: string, maxBodyBytes: number): string[] {
-  const budget = maxBodyBytes - ENVELOPE_BYTES
+  return splitByEscapedBytes(text, maxBodyBytes - ENVELOPE_BYTES)
+}
+
+function splitByEscapedBytes(text: string, budget: number): string[] {
   if (text.length * 6 <= budget) return [text] // fits even if every char were escaped (6 bytes per UTF-16 unit at most)
   const pieces: string[] = []
   let start = 0
@@ -67,12 +71,19 @@ export function createResponder(mode: ResponseMode, publish: Publish, maxBodyByt
 
 const send = (publish: Publish, response: ToolResponse) => publish(encodeResponse(response))
 
+/** An error response that fits one message: a long message is cut (whole characters) and marked with "…". */
+export function boundedErrorResponse(kind: ErrorKind, message: string, maxBodyBytes: number): ToolResponse {
+  const budget = maxBodyBytes - encodeResponse(errorResponse(kind, '')).byteLength
+  const pieces = splitByEscapedBytes(message, budget - 6) // room for the escaped "…"
+  return errorResponse(kind, pieces.length === 1 ? message : pieces[0] + '…')
+}
+
 function singleResponder(publish: Publish, maxBodyBytes: number): Responder {
   const chunks: string[] = []
   return {
     chunk: (text) => void chunks.push(text),
     async finish(outcome) {
-      if (!outcome.ok) return send(publish, errorResponse(outcome.kind, outcome.message))
+      if (!outcome.ok) return send(publish, boundedErrorResponse(outcome.kind, outcome.message, maxBodyBytes))
       chunks.push(outcome.text)
       const body = encodeResponse(finalResponse(chunks.join('')))
       if (body.byteLength > maxBodyBytes) {
@@ -104,7 +115,7 @@ function streamResponder(publish: Publish, maxBodyBytes: number): Responder {
     chunk: enqueueChunks,
     async finish(outcome) {
       if (!outcome.ok) {
-        enqueue(errorResponse(outcome.kind, outcome.message))
+        enqueue(boundedErrorResponse(outcome.kind, outcome.message, maxBodyBytes))
       } else if (splitForMessages(outcome.text, maxBodyBytes).length === 1) {
         enqueue(finalResponse(outcome.text))
       } else {

@@ -33,7 +33,7 @@ export async function startRuntime(
 ): Promise<Runtime> {
   const logger = options.logger ?? silentLogger
   const memoryBroker = options.memoryBroker ?? new MemoryBroker()
-  const transport = createTransport(settings.broker, memoryBroker)
+  const transport = createTransport(settings.broker, memoryBroker, { logger })
   const bridge = createBridge({
     transport,
     invoker: createInvoker(settings.invoker, project.baseDir),
@@ -44,7 +44,7 @@ export async function startRuntime(
   await bridge.start()
   const clientTransports: Transport[] = []
   const connectClient = async () => {
-    const client = createTransport(settings.broker, memoryBroker)
+    const client = createTransport(settings.broker, memoryBroker, { logger })
     await client.connect()
     clientTransports.push(client)
     return client

@@ -57,7 +57,8 @@ export function checkArguments(
   const problems: string[] = []
   let wrongTypes = 0
   for (const rule of rules) {
-    const value = values[rule.name]
+    // Own keys only: an argument named "constructor" must not find Object.prototype's.
+    const value = Object.hasOwn(values, rule.name) ? values[rule.name] : undefined
     if (value === undefined || value === null) {
       if (rule.required) problems.push(`"${rule.name}" is required`)
       continue

@@ -77,7 +77,7 @@ interface ToolBlock {
   arguments?: { name: string; type: ArgumentType; description: string; required?: boolean }[]
 }
 
-const validateToolService = new Ajv({ strict: true, allowUnionTypes: true }).compile<ToolServiceBlock>(toolServiceSchema)
+const validateToolService = new Ajv({ strict: true, allErrors: true, allowUnionTypes: true }).compile<ToolServiceBlock>(toolServiceSchema)
 
 /** `/tools/0/name` -> `.tools[0].name` */
 const jsonPointerToPath = (pointer: string): string =>
@@ -111,27 +111,37 @@ export function readToolServices(serverless: unknown): ToolServiceSpec[] {
   if (!isRecord(serverless)) throw new ConfigError('serverless.yml', 'must be a YAML mapping')
   const functions = serverless.functions
   if (!isRecord(functions)) throw new ConfigError('functions', 'must be a mapping of function names to functions')
+  // Lambda's own timeout: the function's, else the provider's.
+  const provider = isRecord(serverless.provider) ? serverless.provider : {}
+  const providerTimeout = typeof provider.timeout === 'number' ? provider.timeout : undefined
   const specs: ToolServiceSpec[] = []
   for (const [functionName, fn] of Object.entries(functions)) {
     if (!isRecord(fn) || fn.toolService === undefined) continue
-    specs.push(readToolService(functionName, fn))
+    specs.push(readToolService(functionName, fn, providerTimeout))
   }
   checkUnique(specs)
   return specs
 }
 
-function readToolService(functionName: string, fn: Record<string, unknown>): ToolServiceSpec {
+function readToolService(functionName: string, fn: Record<string, unknown>, providerTimeout: number | undefined): ToolServiceSpec {
   const base = `functions.${functionName}.toolService`
   const block = fn.toolService
   if (!validateToolService(block)) {
-    const error = validateToolService.errors![0]!
+    // A typo hides a required field too: name the unknown field, the more telling of the two.
+    const errors = validateToolService.errors!
+    const error = errors.find((e) => e.keyword === 'additionalProperties') ?? errors[0]!
     throw new ConfigError(base + jsonPointerToPath(error.instancePath), schemaMessage(error))
   }
   const configParams: ConfigParam[] = (block.configParams ?? []).map((p) =>
     typeof p === 'string' ? { name: p, required: false } : { name: p.name, required: p.required ?? false },
   )
+  configParams.forEach((param, i) => {
+    if (RESERVED_TOOL_FIELDS.has(param.name)) {
+      throw new ConfigError(`${base}.configParams[${i}].name`, `"${param.name}" would overwrite the tool's own "${param.name}" field`)
+    }
+  })
   const { requestQueue, responseQueue } = resolveQueues(base, block)
-  const fnTimeout = typeof fn.timeout === 'number' ? fn.timeout : undefined
+  const fnTimeout = typeof fn.timeout === 'number' ? fn.timeout : providerTimeout
   const tools = block.tools.map((tool, i) => readTool(`${base}.tools[${i}]`, tool, configParams))
   return {
     functionName,
@@ -181,9 +191,6 @@ function readTool(path: string, tool: ToolBlock, configParams: ConfigParam[]): T
     if (!declared.has(key)) throw new ConfigError(`${path}.config.${key}`, 'is not a config param of this tool service')
   }
   for (const param of configParams) {
-    if (RESERVED_TOOL_FIELDS.has(param.name)) {
-      throw new ConfigError(path, `config param "${param.name}" would overwrite the tool's own "${param.name}" field`)
-    }
     if (param.required && !(param.name in config)) {
       throw new ConfigError(`${path}.config`, `missing required config param "${param.name}"`)
     }

@@ -77,7 +77,8 @@ const rulesOf = (declarations: Declarations): ArgumentRule[] =>
 function withDefaults(values: Record<string, unknown>, declarations: Declarations): Record<string, unknown> {
   let result = values
   for (const [name, d] of Object.entries(declarations)) {
-    if (d.default !== undefined && (values[name] === undefined || values[name] === null)) {
+    const present = Object.hasOwn(values, name) && values[name] !== undefined && values[name] !== null
+    if (d.default !== undefined && !present) {
       if (result === values) result = { ...values }
       result[name] = d.default
     }

@@ -330,7 +330,9 @@ describe('readToolServices errors name the exact path', () => {
     const p = project()
     joke(p).configParams = ['description']
     delete joke(p).tools[0].config
-    expect(configError(p).message).toContain('config param "description" would overwrite the tool\'s own "description" field')
+    expect(configError(p).message).toBe(
+      'functions.joke.toolService.configParams[0].name: "description" would overwrite the tool\'s own "description" field',
+    )
   })
 
   it('names a duplicate service id', () => {

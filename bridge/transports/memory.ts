@@ -41,8 +41,9 @@ class MemoryConsumer implements Consumer {
     this.subscription.detach(this)
   }
 
-  /** The connection went away: what was not acked goes back to the queue. */
+  /** The connection is closing: hand over what already arrived, then give back what was not acked. */
   giveBack(): void {
+    this.subscription.dispatch() // a real broker would have delivered it by now
     this.subscription.detach(this)
     this.subscription.requeue(this)
   }
@@ -92,7 +93,7 @@ class Subscription {
     })
   }
 
-  private dispatch(): void {
+  dispatch(): void {
     while (this.backlog.length > 0) {
       const consumer = this.pickConsumer()
       if (!consumer) return
