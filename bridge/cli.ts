@@ -11,7 +11,8 @@ import { RequestClient, ToolCallError } from './client.ts'
 import { EMBEDDED_DEFAULT_PORT, INVOKERS, loadProject, resolveSettings, type SettingFlags } from './config.ts'
 import { createLogger, LOG_LEVELS } from './logger.ts'
 import { startRuntime } from './runtime.ts'
-import { createTransport, redact } from './transports/index.ts'
+import { createTransport } from './transports/index.ts'
+import { redact } from './transports/redact.ts'
 
 const program = new Command('toolbridge')
   .description('Run agent tools as Lambda-style functions behind TrustGraph tool-service queues')

@@ -3,7 +3,9 @@ import { ConfigError } from '../../shared/descriptors.ts'
 import type { Logger } from '../logger.ts'
 import { MemoryBroker, MemoryTransport } from './memory.ts'
 import { RabbitTransport } from './rabbitmq.ts'
+import { redact } from './redact.ts'
 import type { Transport } from './transport.ts'
+
 
 export function createTransport(
   broker: string | undefined,
@@ -19,15 +21,4 @@ export function createTransport(
   }
   if (url.protocol === 'amqp:' || url.protocol === 'amqps:') return new RabbitTransport(broker, options)
   throw new ConfigError('--broker', `unsupported scheme "${url.protocol}": use memory://, amqp:// or amqps://`)
-}
-
-/** A broker URL fit for logs: any password replaced. */
-export function redact(broker: string): string {
-  try {
-    const url = new URL(broker)
-    if (url.password) url.password = '***'
-    return url.toString()
-  } catch {
-    return broker.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')
-  }
 }

@@ -51,7 +51,7 @@ import { isRecord, ToolbridgeError } from '../../shared/errors.ts'
 import { parseQueueName, rabbitExchange, rabbitQueue } from '../../shared/queues.ts'
 import { silentLogger, type Logger } from '../logger.ts'
 import { createRetry, RetriesExhaustedError, type Retrier, type RetryOptions } from '../retry.ts'
-import { redact } from './index.ts'
+import { redact } from './redact.ts'
 import type { ConsumeOptions, Consumer, Delivery, OnDelivery, Properties, Transport } from './transport.ts'
 
 /** RabbitMQ's default `max_message_size` (3.8+): 128 MiB (SPEC §5). */
