@@ -17,7 +17,6 @@ import { redact } from './transports/redact.ts'
 const program = new Command('toolbridge')
   .description('Run agent tools as Lambda-style functions behind TrustGraph tool-service queues')
   .option('-c, --config <file>', 'serverless.yml to read', 'serverless.yml')
-  .showHelpAfterError('(run "toolbridge --help" for usage)')
   .exitOverride()
 
 const brokerOption = () =>
