@@ -7,6 +7,7 @@ import type { ToolServiceSpec } from '../shared/descriptors.ts'
 import { isToolbridgeError } from '../shared/errors.ts'
 import { decodeRequest, ID_PROPERTY, UNKNOWN_ID } from '../shared/protocol.ts'
 import type { Invoker, Outcome } from './invokers/invoker.ts'
+import { LinkedList } from './linked-list.ts'
 import { silentLogger, type Logger } from './logger.ts'
 import { compileRequestCheck, type RequestCheck } from './request-checks.ts'
 import { createResponder } from './responders.ts'
@@ -48,7 +49,7 @@ export function createBridge(options: BridgeOptions): Bridge {
   const maxRequestBytes = options.maxRequestBytes ?? transport.maxMessageBytes
   const consumers: Consumer[] = []
   /** Deliveries being worked on, and a way to give each back if the drain runs out. */
-  const inFlight = new Map<Delivery, () => void>()
+  const inFlight = new LinkedList<() => void>()
   let drained: (() => void) | undefined
 
   async function evaluate(served: Served, delivery: Delivery, chunk: (text: string) => void): Promise<Outcome> {
@@ -70,12 +71,12 @@ export function createBridge(options: BridgeOptions): Bridge {
     const settle = (how: 'ack' | 'nack') => {
       if (settled) return
       settled = true
-      inFlight.delete(delivery)
+      inFlight.remove(entry)
       if (how === 'ack') delivery.ack()
       else delivery.nack()
       if (inFlight.size === 0) drained?.()
     }
-    inFlight.set(delivery, () => settle('nack'))
+    const entry = inFlight.push(() => settle('nack'))
     const properties = { [ID_PROPERTY]: id }
     const responder = createResponder(
       spec.response,
@@ -136,7 +137,7 @@ export function createBridge(options: BridgeOptions): Bridge {
           timer = setTimeout(resolve, drainTimeoutMs)
         })
         clearTimeout(timer)
-        for (const giveBack of [...inFlight.values()]) giveBack()
+        for (const giveBack of inFlight.values()) giveBack() // each removes itself
       }
       await invoker.close()
       await transport.close()

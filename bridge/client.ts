@@ -37,6 +37,7 @@ export class ToolCallTimeoutError extends Error {
 }
 
 interface Pending {
+  id: string
   chunks: string[]
   onChunk: ((text: string) => void) | undefined
   resolve(text: string): void
@@ -47,7 +48,17 @@ export class RequestClient {
   private readonly transport: Transport
   private readonly requestQueue: string
   private readonly responseQueue: string
-  private readonly pending = new Map<string, Pending>()
+  /**
+   * Calls waiting for their answer, in reusable slots rather than a Map: a
+   * long-lived Map churned on every call leaves dead hash tables in old
+   * space that keep young garbage alive through scavenges. An id is
+   * `<this client's uuid>.<slot>.<sequence>`, so an answer finds its slot
+   * without a lookup table.
+   */
+  private readonly slots: (Pending | undefined)[] = []
+  private readonly freeSlots: number[] = []
+  private readonly prefix = randomUUID() + '.'
+  private sequence = 0
   private consumer: Consumer | undefined
 
   constructor(transport: Transport, queues: { requestQueue: string; responseQueue: string }) {
@@ -61,7 +72,7 @@ export class RequestClient {
     this.consumer = await this.transport.subscribe(this.responseQueue, (delivery) => {
       delivery.ack()
       const id = delivery.properties[ID_PROPERTY]
-      const pending = id === undefined ? undefined : this.pending.get(id)
+      const pending = id === undefined ? undefined : this.lookup(id)
       if (!pending) return // someone else's answer, or a duplicate of one we already have
       const decoded = decodeResponse(delivery.body)
       if (!decoded.ok) return this.settle(id!, new ToolCallError('bad-response', decoded.message))
@@ -77,19 +88,21 @@ export class RequestClient {
   }
 
   call(request: ToolCall, options: CallOptions = {}): Promise<string> {
-    const id = randomUUID()
+    const slot = this.freeSlots.pop() ?? this.slots.length
+    const id = `${this.prefix}${slot}.${++this.sequence}`
     const timeoutMs = options.timeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS
     return new Promise<string>((resolve, reject) => {
       const timer = setTimeout(
         () => this.settle(id, new ToolCallTimeoutError(`no answer on ${this.responseQueue} within ${timeoutMs} ms`)),
         timeoutMs,
       )
-      this.pending.set(id, {
+      this.slots[slot] = {
+        id,
         chunks: [],
         onChunk: options.onChunk,
         resolve: (text) => (clearTimeout(timer), resolve(text)),
         reject: (error) => (clearTimeout(timer), reject(error)),
-      })
+      }
       this.transport.publish(this.requestQueue, encodeRequest(request), { [ID_PROPERTY]: id }).catch((err: Error) =>
         this.settle(id, err),
       )
@@ -98,13 +111,22 @@ export class RequestClient {
 
   async close(): Promise<void> {
     await this.consumer?.close()
-    for (const id of [...this.pending.keys()]) this.settle(id, new Error('client closed'))
+    for (const pending of this.slots.filter((p) => p !== undefined)) this.settle(pending.id, new Error('client closed'))
+  }
+
+  private lookup(id: string): Pending | undefined {
+    if (!id.startsWith(this.prefix)) return undefined
+    const slot = Number.parseInt(id.slice(this.prefix.length), 10)
+    const pending = this.slots[slot]
+    return pending !== undefined && pending.id === id ? pending : undefined
   }
 
   private settle(id: string, result: string | Error): void {
-    const pending = this.pending.get(id)
+    const pending = this.lookup(id)
     if (!pending) return
-    this.pending.delete(id)
+    const slot = Number.parseInt(id.slice(this.prefix.length), 10)
+    this.slots[slot] = undefined
+    this.freeSlots.push(slot)
     if (typeof result === 'string') pending.resolve(result)
     else pending.reject(result)
   }

@@ -32,30 +32,30 @@ export class InProcessInvoker implements Invoker {
     } catch (err) {
       return { ok: false, kind: 'unavailable', message: `function "${target.functionName}" cannot load: ${(err as Error).message}` }
     }
-    let finished = false
-    let timer: NodeJS.Timeout | undefined
-    const timedOut = new Promise<Outcome>((resolve) => {
-      timer = setTimeout(
-        () => resolve({ ok: false, kind: 'timeout', message: `function "${target.functionName}" timed out after ${target.timeoutMs} ms` }),
+    // One promise and one timer per invocation; no Promise.race and no separate timeout promise.
+    return new Promise<Outcome>((resolve) => {
+      let finished = false
+      const finish = (outcome: Outcome) => {
+        if (finished) return
+        finished = true
+        clearTimeout(timer)
+        resolve(outcome)
+      }
+      const timer = setTimeout(
+        () => finish({ ok: false, kind: 'timeout', message: `function "${target.functionName}" timed out after ${target.timeoutMs} ms` }),
         target.timeoutMs,
       )
+      const context = lambdaContext(target.functionName, randomUUID(), target.timeoutMs)
+      runHandler(handler, event, context, (text) => {
+        if (!finished) onChunk(text)
+      }).then(
+        (text) => finish({ ok: true, text }),
+        (error: unknown) => {
+          const { errorType, errorMessage } = describeError(error)
+          finish(functionError(errorType, errorMessage))
+        },
+      )
     })
-    const context = lambdaContext(target.functionName, randomUUID(), target.timeoutMs)
-    const run = runHandler(handler, event, context, (text) => {
-      if (!finished) onChunk(text)
-    }).then(
-      (text): Outcome => ({ ok: true, text }),
-      (error: unknown): Outcome => {
-        const { errorType, errorMessage } = describeError(error)
-        return functionError(errorType, errorMessage)
-      },
-    )
-    try {
-      return await Promise.race([run, timedOut])
-    } finally {
-      finished = true
-      clearTimeout(timer)
-    }
   }
 
   private handlerFor(target: FunctionTarget): Promise<LambdaHandler> {

@@ -12,6 +12,7 @@
  */
 import { ToolbridgeError } from '../../shared/errors.ts'
 import { logicalName, parseQueueName } from '../../shared/queues.ts'
+import { LinkedList } from '../linked-list.ts'
 import type { ConsumeOptions, Consumer, Delivery, OnDelivery, Properties, Transport } from './transport.ts'
 
 /** The largest default among real brokers that TrustGraph shares with us (Pulsar: 5 MB). */
@@ -25,7 +26,10 @@ interface Message {
 
 class MemoryConsumer implements Consumer {
   unacked = 0
-  readonly outstanding = new Set<Message>()
+  /** Bumped when held messages are taken back, so late acks of them are ignored. */
+  epoch = 0
+  /** Delivered and not settled yet. */
+  readonly outstanding = new LinkedList<Message>()
   readonly subscription: Subscription
   readonly concurrency: number
   readonly onDelivery: OnDelivery
@@ -77,8 +81,8 @@ class Subscription {
 
   /** What a consumer held goes back, marked redelivered, ahead of newer messages. */
   requeue(consumer: MemoryConsumer): void {
-    const held = [...consumer.outstanding].reverse()
-    consumer.outstanding.clear()
+    const held = consumer.outstanding.drain().reverse()
+    consumer.epoch++
     consumer.unacked = 0
     for (const message of held) this.enqueue({ ...message, redelivered: true }, true)
   }
@@ -117,10 +121,13 @@ class Subscription {
 
   private deliver(consumer: MemoryConsumer, message: Message): void {
     consumer.unacked++
-    consumer.outstanding.add(message)
+    const epoch = consumer.epoch
+    const node = consumer.outstanding.push(message)
     let settled = false
     const settle = (): boolean => {
-      if (settled || !consumer.outstanding.delete(message)) return false
+      // After a requeue (epoch changed) the message is no longer this consumer's to settle.
+      if (settled || consumer.epoch !== epoch) return false
+      consumer.outstanding.remove(node)
       settled = true
       consumer.unacked--
       this.schedule()
@@ -142,10 +149,21 @@ class Subscription {
 /** The broker's state; several transports (bridge replicas, clients) may share one. */
 export class MemoryBroker {
   private readonly queues = new Map<string, Map<string, Subscription>>()
+  /** Queue name as given -> its logical name: parsed once, not on every publish. */
+  private readonly keys = new Map<string, string>()
   private privateCount = 0
 
+  private key(queue: string): string {
+    let key = this.keys.get(queue)
+    if (key === undefined) {
+      key = logicalName(parseQueueName(queue))
+      this.keys.set(queue, key)
+    }
+    return key
+  }
+
   subscription(queue: string, name: string | undefined): Subscription {
-    const key = logicalName(parseQueueName(queue))
+    const key = this.key(queue)
     let subscriptions = this.queues.get(key)
     if (!subscriptions) this.queues.set(key, (subscriptions = new Map()))
     const exclusive = name === undefined
@@ -159,7 +177,7 @@ export class MemoryBroker {
   }
 
   publish(queue: string, body: Uint8Array, properties: Properties): void {
-    const subscriptions = this.queues.get(logicalName(parseQueueName(queue)))
+    const subscriptions = this.queues.get(this.key(queue))
     if (!subscriptions) return
     for (const subscription of subscriptions.values()) {
       subscription.enqueue({ body, properties, redelivered: false })
