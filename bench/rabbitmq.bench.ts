@@ -1,0 +1,745 @@
+/**
+ * The bridge on RabbitMQ against a minimal hand-written amqplib echo service
+ * on the same broker, measured in the same run.
+ *
+ *   npm run bench:rabbitmq
+ *
+ * Setups, each driven by the same client (bridge/client.ts RequestClient on
+ * a RabbitTransport connection of its own):
+ *
+ * - `baseline`: a hand-written amqplib service (noDelay, the bridge's
+ *   topology: fanout exchange + named queue for requests, prefetch = the
+ *   in-flight level) that answers every request with the same fixed response
+ *   bytes the bridge sends for the joke below, on the response fanout
+ *   exchange through a confirm channel, and acks after the confirm — the
+ *   delivery guarantees the bridge gives, with nothing else.
+ * - `in-process` and `local`: startRuntime() with serverless.yml's
+ *   joke-service (tool tell-joke, config style=pun, arguments
+ *   topic=programming) on the `in-process` and the `local` (worker threads)
+ *   invoker, its `concurrency` (prefetch, and for `local` the worker pool)
+ *   set to the in-flight level.
+ *
+ * Each setup has a topic of its own (request:tg:bench-echo,
+ * request:tg:bench-joke-in-process, request:tg:bench-joke-local and their
+ * response queues), so nothing competes for a queue — not even the tests,
+ * which use request:tg:joke on the same broker. The bench deletes its queues
+ * and exchanges before and after the run.
+ *
+ * For each in-flight level, the three services are started, then measured
+ * in rounds (order rotated every round: B I L, I L B, L B I) so drift of a
+ * shared machine shows as spread between rounds; the table reports the
+ * median over rounds. A cell is a closed loop: N callers, each sending its
+ * next request as soon as the previous answer arrives; a warm-up, then a
+ * fixed duration; latency is performance.now() around every call,
+ * percentiles nearest-rank from the sorted samples.
+ *
+ * Targets (per bridge row): throughput >= 0.9 x baseline, p50 <= baseline p50 + 0.3 ms.
+ *
+ * Besides req/s and latency, each cell records CPU time per request of this
+ * process (client + service, bridge and its worker threads: the same client
+ * work in every setup) and, when the broker runs on this machine, of the
+ * RabbitMQ node (/proc/<beam.smp>/stat): on a shared machine these move far
+ * less than req/s, and they say where a gap comes from.
+ *
+ * Everything runs in this one process (client, baseline service, bridges),
+ * as in `bench/bridge.bench.ts`; on a 2-core machine the node process and
+ * RabbitMQ share the cores, so throughput at 16 and 64 in flight is bound by
+ * their CPU per request.
+ *
+ * A dropped connection (the test suite restarts RabbitMQ and closes every
+ * connection) stops the run with exit code 1 and no results: the baseline
+ * service does not reconnect, and the numbers would be meaningless.
+ *
+ * Environment:
+ *   BENCH_SECONDS          measured seconds per cell (default 3)
+ *   BENCH_WARMUP_SECONDS   warm-up seconds per cell (default 0.5)
+ *   BENCH_ROUNDS           rounds per in-flight level (default 3)
+ *   BENCH_INFLIGHT         in-flight levels, comma separated (default 1,16,64)
+ *   BENCH_SETUPS           bridge setups to run besides the baseline (default in-process,local)
+ *   BENCH_BROKER           broker URL (default TOOLBRIDGE_BROKER, else amqp://guest:guest@127.0.0.1:5672/)
+ *   BENCH_OUT              where to write the JSON (default bench/results/rabbitmq.json, git-ignored)
+ */
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { dirname, relative, resolve } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { fileURLToPath } from 'node:url'
+import { connect as amqpConnect } from 'amqplib'
+import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib'
+import { RequestClient } from '../bridge/client.ts'
+import { INVOKERS, loadProject, resolveSettings, type InvokerKind } from '../bridge/config.ts'
+import { lambdaContext } from '../bridge/invokers/run-handler.ts'
+import type { Logger } from '../bridge/logger.ts'
+import { startRuntime, type Runtime } from '../bridge/runtime.ts'
+import { RabbitTransport } from '../bridge/transports/rabbitmq.ts'
+import type { ToolServiceSpec } from '../shared/descriptors.ts'
+import { handler } from '../functions/joke/handler.ts'
+import { decodeRequest, encodeRequest, encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } from '../shared/protocol.ts'
+import { defaultQueues, parseQueueName, rabbitExchange, rabbitQueue } from '../shared/queues.ts'
+
+// ---------------------------------------------------------------- settings
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+const SERVICE_ID = 'joke-service'
+const TOOL_NAME = 'tell-joke'
+const ARGUMENTS = { topic: 'programming' }
+const BASELINE_TOPIC = 'bench-echo'
+const BASELINE_SUBSCRIPTION = 'bench-echo-request'
+const bridgeTopic = (kind: InvokerKind) => `bench-joke-${kind}`
+const CALL_TIMEOUT_MS = 5_000
+const STARTUP_TIMEOUT_MS = 60_000
+
+function numberEnv(name: string, fallback: number, min: number): number {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  const n = Number(raw)
+  if (!Number.isFinite(n) || n < min) throw new Error(`${name}="${raw}" must be a number >= ${min}`)
+  return n
+}
+
+function listEnv(name: string, fallback: string): string[] {
+  return (process.env[name] ?? fallback)
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+}
+
+const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
+const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)
+const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 3, 1))
+const IN_FLIGHT = listEnv('BENCH_INFLIGHT', '1,16,64').map((s) => {
+  const n = Number(s)
+  if (!Number.isInteger(n) || n < 1) throw new Error(`BENCH_INFLIGHT: "${s}" is not a positive integer`)
+  return n
+})
+const BRIDGE_KINDS = listEnv('BENCH_SETUPS', 'in-process,local').map((s) => {
+  if (!(INVOKERS as readonly string[]).includes(s)) throw new Error(`BENCH_SETUPS: "${s}" must be one of ${INVOKERS.join(', ')}`)
+  return s as InvokerKind
+})
+const BROKER = process.env.BENCH_BROKER || process.env.TOOLBRIDGE_BROKER || 'amqp://guest:guest@127.0.0.1:5672/'
+const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/rabbitmq.json')
+
+const TARGETS = { throughputRatio: 0.9, p50DeltaMs: 0.3 }
+
+type Setup = 'baseline' | InvokerKind
+const SETUPS: Setup[] = ['baseline', ...BRIDGE_KINDS]
+
+// ---------------------------------------------------------------- disturbances
+
+/**
+ * A dropped connection (another process restarting RabbitMQ or closing every
+ * connection, as the test suite does) makes every number after it
+ * meaningless, and the baseline does not reconnect: the run stops at once.
+ */
+let disturbance: string | undefined
+let onDisturbance: (() => void) | undefined
+const disturbed = new Promise<never>((_, reject) => {
+  onDisturbance = () => reject(new Error(`run disturbed: ${disturbance}`))
+})
+disturbed.catch(() => {})
+
+function disturb(reason: string): void {
+  if (disturbance !== undefined) return
+  disturbance = reason
+  console.error(`\n${reason}`)
+  onDisturbance?.()
+}
+
+/** For the bridge's transports: any warning or error is reported, a lost connection stops the run. */
+const benchLogger: Logger = {
+  debug() {},
+  info() {},
+  warn(fields, message) {
+    if (/lost the RabbitMQ connection|RabbitMQ closed the|RabbitMQ connection error|cancelled the consumer/.test(message)) {
+      disturb(`RabbitMQ connection trouble in the bridge or a client: ${message} (broker restarted or connections closed by another process?)`)
+    } else {
+      console.error(`warn: ${message} ${JSON.stringify(fields)}`)
+    }
+  },
+  error(fields, message) {
+    console.error(`error: ${message} ${JSON.stringify(fields)}`)
+  },
+}
+
+// ---------------------------------------------------------------- samples and percentiles
+
+class Samples {
+  private data = new Float64Array(1 << 14)
+  length = 0
+
+  push(value: number): void {
+    if (this.length === this.data.length) {
+      const bigger = new Float64Array(this.data.length * 2)
+      bigger.set(this.data)
+      this.data = bigger
+    }
+    this.data[this.length++] = value
+  }
+
+  sorted(): Float64Array {
+    return this.data.slice(0, this.length).sort()
+  }
+}
+
+/** Nearest-rank percentile of sorted samples. */
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return Number.NaN
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)))
+  return sorted[rank - 1]!
+}
+
+function median(values: number[]): number {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b)
+  if (sorted.length === 0) return Number.NaN
+  const mid = sorted.length >> 1
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+interface CellStats {
+  requests: number
+  errors: number
+  seconds: number
+  reqPerSec: number
+  meanMs: number
+  p50Ms: number
+  p90Ms: number
+  p99Ms: number
+  maxMs: number
+  /** CPU time of this whole process (client, service, bridge, worker threads) per answered request. */
+  nodeCpuUsPerReq: number
+  /** This process's CPU use over the cell, in cores. */
+  nodeCpuCores: number
+  /** CPU time of the RabbitMQ node (beam.smp) per answered request; NaN when it cannot be read. */
+  brokerCpuUsPerReq: number
+}
+
+// ---------------------------------------------------------------- CPU accounting
+
+/** The RabbitMQ node's process, when it runs on this machine: its CPU time is in /proc/<pid>/stat. */
+function findBrokerPid(): number | undefined {
+  const found: number[] = []
+  try {
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue
+      try {
+        if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'beam.smp') found.push(Number(entry))
+      } catch {
+        // gone meanwhile
+      }
+    }
+  } catch {
+    return undefined // no /proc
+  }
+  return found.length === 1 ? found[0] : undefined
+}
+
+const CLOCK_TICKS_PER_SECOND = 100 // USER_HZ on Linux
+let brokerPid: number | undefined
+
+/** CPU microseconds the broker has used so far, or NaN. */
+function brokerCpuUs(): number {
+  if (brokerPid === undefined) return Number.NaN
+  try {
+    const stat = readFileSync(`/proc/${brokerPid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ') // after "pid (comm) ": field 3 onward
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS_PER_SECOND // utime, stime
+  } catch {
+    return Number.NaN
+  }
+}
+
+// ---------------------------------------------------------------- closed-loop load generator
+
+type Call = () => Promise<unknown>
+
+/** `inFlight` callers, each calling again as soon as its call settles, until `seconds` have passed. */
+async function closedLoop(call: Call, inFlight: number, seconds: number, record: boolean): Promise<CellStats> {
+  const samples = new Samples()
+  let errors = 0
+  let firstError: unknown
+  const cpuBefore = process.cpuUsage()
+  const brokerBefore = brokerCpuUs()
+  const start = performance.now()
+  const deadline = start + seconds * 1000
+  const caller = async () => {
+    for (;;) {
+      const t0 = performance.now()
+      if (t0 >= deadline || disturbance !== undefined) return
+      try {
+        await call()
+        if (record) samples.push(performance.now() - t0)
+      } catch (err) {
+        errors++
+        firstError ??= err
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: inFlight }, caller))
+  const elapsedMs = performance.now() - start
+  const cpu = process.cpuUsage(cpuBefore)
+  const nodeCpuUs = cpu.user + cpu.system
+  const brokerUs = brokerCpuUs() - brokerBefore
+  if (errors > 0) console.error(`  ${errors} call(s) failed; first: ${(firstError as Error)?.message ?? String(firstError)}`)
+  const sorted = samples.sorted()
+  let sum = 0
+  for (let i = 0; i < sorted.length; i++) sum += sorted[i]!
+  return {
+    requests: sorted.length,
+    errors,
+    seconds: elapsedMs / 1000,
+    reqPerSec: sorted.length / (elapsedMs / 1000),
+    meanMs: sorted.length ? sum / sorted.length : Number.NaN,
+    p50Ms: percentile(sorted, 50),
+    p90Ms: percentile(sorted, 90),
+    p99Ms: percentile(sorted, 99),
+    maxMs: sorted.length ? sorted[sorted.length - 1]! : Number.NaN,
+    nodeCpuUsPerReq: nodeCpuUs / sorted.length,
+    nodeCpuCores: nodeCpuUs / 1000 / elapsedMs,
+    brokerCpuUsPerReq: brokerUs / sorted.length,
+  }
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+async function measure(call: Call, inFlight: number): Promise<CellStats> {
+  if (WARMUP_SECONDS > 0) await closedLoop(call, inFlight, WARMUP_SECONDS, false)
+  await pause(50) // let stragglers (timers, GC, late acks) settle between warm-up and measurement
+  return closedLoop(call, inFlight, SECONDS, true)
+}
+
+// ---------------------------------------------------------------- the baseline service
+
+const EXCHANGE_OPTIONS = { durable: true, autoDelete: false, internal: false }
+
+interface EchoService {
+  close(): Promise<void>
+}
+
+/**
+ * The least a service can do and still give the bridge's guarantees: consume
+ * with prefetch, publish the fixed answer through a confirm channel with the
+ * request's id, ack once the broker confirmed it.
+ */
+async function startEchoService(prefetch: number, responseBody: Buffer): Promise<EchoService> {
+  const queues = defaultQueues(BASELINE_TOPIC)
+  const requestName = parseQueueName(queues.request)
+  const requestExchange = rabbitExchange(requestName)
+  const requestQueue = rabbitQueue(requestName, BASELINE_SUBSCRIPTION)
+  const responseExchange = rabbitExchange(parseQueueName(queues.response))
+
+  const model = await amqpConnect(BROKER, { noDelay: true, clientProperties: { connection_name: 'bench-echo' } })
+  const consumer: Channel = await model.createChannel()
+  const publisher: ConfirmChannel = await model.createConfirmChannel()
+  let closing = false
+  model.on('error', (err: Error) => disturb(`baseline service: connection error: ${err.message}`))
+  model.on('close', () => closing || disturb('baseline service: the connection closed (broker restarted or connections closed by another process?)'))
+  for (const [name, channel] of [['consumer', consumer], ['publisher', publisher]] as const) {
+    channel.on('error', (err: Error) => disturb(`baseline service: ${name} channel error: ${err.message}`))
+    channel.on('close', () => closing || disturb(`baseline service: the ${name} channel closed`))
+  }
+  await consumer.assertExchange(requestExchange, 'fanout', EXCHANGE_OPTIONS)
+  await consumer.assertQueue(requestQueue.name, { durable: requestQueue.durable, exclusive: false, autoDelete: false })
+  await consumer.bindQueue(requestQueue.name, requestExchange, '')
+  await publisher.assertExchange(responseExchange, 'fanout', EXCHANGE_OPTIONS)
+  await consumer.prefetch(prefetch)
+  const { consumerTag } = await consumer.consume(
+    requestQueue.name,
+    (message: ConsumeMessage | null) => {
+      if (message === null) return
+      const headers = message.properties.headers as Record<string, unknown> | undefined
+      const id = headers?.[ID_PROPERTY]
+      const options = {
+        contentType: 'application/json',
+        deliveryMode: 1,
+        headers: { [ID_PROPERTY]: typeof id === 'string' ? id : id instanceof Buffer ? id.toString() : UNKNOWN_ID },
+      }
+      publisher.publish(responseExchange, '', responseBody, options, (err: unknown) => {
+        if (err) consumer.nack(message, false, true)
+        else consumer.ack(message)
+      })
+    },
+    { noAck: false },
+  )
+  return {
+    async close() {
+      closing = true
+      await consumer.cancel(consumerTag).catch(() => {})
+      await publisher.waitForConfirms().catch(() => {})
+      await model.close().catch(() => {})
+    },
+  }
+}
+
+/** Removes what the bench declares, so an interrupted run leaves no messages behind for the next. */
+async function deleteBenchTopology(): Promise<void> {
+  const model = await amqpConnect(BROKER, { noDelay: true })
+  try {
+    const topics = [BASELINE_TOPIC, ...(INVOKERS as readonly InvokerKind[]).map(bridgeTopic)]
+    for (const topic of topics) {
+      const queues = defaultQueues(topic)
+      const request = parseQueueName(queues.request)
+      const subscription = topic === BASELINE_TOPIC ? BASELINE_SUBSCRIPTION : `${SERVICE_ID}-request`
+      // A channel per operation: deleting something in use (or not there, on old brokers) closes the channel.
+      for (const op of [
+        (ch: Channel) => ch.deleteQueue(rabbitQueue(request, subscription).name),
+        (ch: Channel) => ch.deleteExchange(rabbitExchange(request)),
+        (ch: Channel) => ch.deleteExchange(rabbitExchange(parseQueueName(queues.response))),
+      ]) {
+        const channel = await model.createChannel()
+        channel.on('error', () => {})
+        await op(channel).catch(() => {})
+        await channel.close().catch(() => {})
+      }
+    }
+  } finally {
+    await model.close().catch(() => {})
+  }
+}
+
+// ---------------------------------------------------------------- one in-flight level
+
+interface Live {
+  setup: Setup
+  call: Call
+  stop(): Promise<void>
+}
+
+interface Cell extends CellStats {
+  setup: Setup
+  inFlight: number
+  round: number
+  /** Position in the round, 0 first. */
+  position: number
+}
+
+async function startClient(queues: { requestQueue: string; responseQueue: string }): Promise<{ client: RequestClient; transport: RabbitTransport }> {
+  const transport = new RabbitTransport(BROKER, { logger: benchLogger })
+  await transport.connect()
+  const client = new RequestClient(transport, queues)
+  await client.start()
+  return { client, transport }
+}
+
+async function startSetup(
+  setup: Setup,
+  inFlight: number,
+  ctx: { spec: ToolServiceSpec; project: ReturnType<typeof loadProject>; request: object; expected: string; responseBody: Buffer },
+): Promise<Live> {
+  let stopService: () => Promise<void>
+  let queues: { requestQueue: string; responseQueue: string }
+  if (setup === 'baseline') {
+    const service = await startEchoService(inFlight, ctx.responseBody)
+    stopService = () => service.close()
+    const q = defaultQueues(BASELINE_TOPIC)
+    queues = { requestQueue: q.request, responseQueue: q.response }
+  } else {
+    const q = defaultQueues(bridgeTopic(setup))
+    const spec: ToolServiceSpec = { ...ctx.spec, concurrency: inFlight, requestQueue: q.request, responseQueue: q.response }
+    // HTTP gateway off (port ''), nothing from TOOLBRIDGE_* in the environment; a short drain for stop().
+    const runtime: Runtime = await startRuntime(
+      { ...ctx.project, services: [spec] },
+      resolveSettings({ broker: BROKER, invoker: setup, port: '', drainTimeout: '1' }, {}),
+      { logger: benchLogger },
+    )
+    stopService = () => runtime.stop()
+    queues = { requestQueue: q.request, responseQueue: q.response }
+  }
+  const { client, transport } = await startClient(queues)
+  const call: Call = () => Promise.race([client.call(ctx.request, { timeoutMs: CALL_TIMEOUT_MS }), disturbed])
+  // Starting up may be slow (up to 64 worker threads on a busy machine): a longer timeout here.
+  const startupCall: Call = () => Promise.race([client.call(ctx.request, { timeoutMs: STARTUP_TIMEOUT_MS }), disturbed])
+  const answer = await startupCall()
+  if (answer !== ctx.expected) throw new Error(`${setup}: unexpected answer ${JSON.stringify(answer)}`)
+  // Bring every execution environment up (worker threads start lazily) before timing anything.
+  for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: inFlight }, startupCall))
+  return {
+    setup,
+    call,
+    async stop() {
+      await client.close()
+      await transport.close()
+      await stopService()
+    },
+  }
+}
+
+// ---------------------------------------------------------------- report
+
+interface Row {
+  setup: Setup
+  inFlight: number
+  concurrency: number
+  rounds: number
+  reqPerSec: number
+  reqPerSecMin: number
+  reqPerSecMax: number
+  p50Ms: number
+  p90Ms: number
+  p99Ms: number
+  meanMs: number
+  nodeCpuUsPerReq: number
+  nodeCpuCores: number
+  brokerCpuUsPerReq: number
+  errors: number
+  /** Median req/s over median baseline req/s. */
+  throughputRatio: number
+  /** Median p50 minus median baseline p50. */
+  p50DeltaMs: number
+  /** Per round: this cell's req/s over the same round's baseline cell. */
+  roundRatios: number[]
+  throughputMet: boolean | null
+  p50Met: boolean | null
+}
+
+const fmt = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
+const fmtInt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-')
+const fmtSigned = (n: number, digits: number) => (Number.isFinite(n) ? (n >= 0 ? '+' : '') + n.toFixed(digits) : '-')
+const verdict = (met: boolean | null) => (met === null ? '' : met ? 'yes' : 'NO')
+
+const COLUMNS: [string, number, 'l' | 'r'][] = [
+  ['setup', 10, 'l'],
+  ['in-flight', 9, 'r'],
+  ['req/s', 7, 'r'],
+  ['min-max req/s', 13, 'r'],
+  ['p50 ms', 7, 'r'],
+  ['p99 ms', 7, 'r'],
+  ['x base', 6, 'r'],
+  ['per round', 14, 'r'],
+  ['p50 +ms', 7, 'r'],
+  ['>=0.9x', 6, 'r'],
+  ['<=+0.3', 6, 'r'],
+  ['node us/req', 11, 'r'],
+  ['node cores', 10, 'r'],
+  ['mq us/req', 9, 'r'],
+]
+
+function line(cells: string[]): string {
+  return cells.map((c, i) => (COLUMNS[i]![2] === 'l' ? c.padEnd(COLUMNS[i]![1]) : c.padStart(COLUMNS[i]![1]))).join('  ')
+}
+
+function printTable(rows: Row[]): void {
+  const head = line(COLUMNS.map(([name]) => name))
+  console.log(head)
+  console.log('-'.repeat(head.length))
+  let last: number | undefined
+  for (const row of rows) {
+    if (last !== undefined && row.inFlight !== last) console.log('')
+    last = row.inFlight
+    const base = row.setup === 'baseline'
+    console.log(
+      line([
+        row.setup,
+        String(row.inFlight),
+        fmtInt(row.reqPerSec),
+        `${fmtInt(row.reqPerSecMin)}-${fmtInt(row.reqPerSecMax)}`,
+        fmt(row.p50Ms, 3),
+        fmt(row.p99Ms, 3),
+        base ? '1' : fmt(row.throughputRatio, 2),
+        row.roundRatios.map((r) => fmt(r, 2)).join('/'),
+        base ? '0' : fmtSigned(row.p50DeltaMs, 3),
+        verdict(row.throughputMet),
+        verdict(row.p50Met),
+        fmt(row.nodeCpuUsPerReq, 0),
+        fmt(row.nodeCpuCores, 2),
+        fmt(row.brokerCpuUsPerReq, 0),
+      ]),
+    )
+  }
+}
+
+function rabbitVersion(model: ChannelModel | undefined): { version: string; source: string } {
+  try {
+    const path = `${process.env.PATH ?? ''}:/usr/sbin:/usr/local/sbin:/sbin`
+    const out = execFileSync('rabbitmqctl', ['-q', 'version'], { env: { ...process.env, PATH: path }, timeout: 20_000, stdio: ['ignore', 'pipe', 'ignore'] })
+    const version = out.toString().trim()
+    if (version) return { version, source: 'rabbitmqctl version' }
+  } catch {
+    // not installed here, or not allowed to talk to the node: ask the broker
+  }
+  const props = model?.connection.serverProperties
+  return props ? { version: `${props.version}`, source: 'AMQP server properties' } : { version: 'unknown', source: 'none' }
+}
+
+// ---------------------------------------------------------------- main
+
+async function main(): Promise<void> {
+  const cpus = os.cpus()
+  const loadBefore = os.loadavg().map((n) => Number(n.toFixed(2)))
+
+  const project = loadProject(resolve(ROOT, 'serverless.yml'))
+  const spec = project.services.find((s) => s.id === SERVICE_ID)
+  const tool = spec?.tools.find((t) => t.name === TOOL_NAME)
+  if (!spec || !tool) throw new Error(`serverless.yml has no ${SERVICE_ID} / ${TOOL_NAME}`)
+  const request = { config: tool.config, arguments: ARGUMENTS }
+
+  // What the bridge answers for this request; the baseline sends exactly these bytes.
+  const decoded = decodeRequest(encodeRequest(request))
+  if (!decoded.ok) throw new Error(decoded.message)
+  const expected = resultText(await handler(decoded.value, lambdaContext(spec.functionName, 'bench', spec.timeoutMs)))
+  const responseBody = Buffer.from(encodeResponse(finalResponse(expected)))
+
+  await deleteBenchTopology() // leftovers of an interrupted run
+  brokerPid = findBrokerPid()
+  const probe = await amqpConnect(BROKER, { noDelay: true })
+  const rabbit = rabbitVersion(probe)
+  await probe.close()
+
+  const machine = {
+    cores: cpus.length,
+    availableParallelism: os.availableParallelism(),
+    cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+    totalMemoryMiB: Math.round(os.totalmem() / 2 ** 20),
+    node: process.version,
+    amqplib: '2.x',
+    platform: `${process.platform} ${os.release()} ${process.arch}`,
+    rabbitmq: rabbit.version,
+    rabbitmqVersionFrom: rabbit.source,
+  }
+  try {
+    machine.amqplib = (JSON.parse(readFileSync(resolve(ROOT, 'node_modules/amqplib/package.json'), 'utf8')) as { version: string }).version
+  } catch {
+    // installed elsewhere: keep the range
+  }
+  console.log(`machine: ${machine.cores} cores (${machine.cpuModel}), available parallelism ${machine.availableParallelism}, ${machine.totalMemoryMiB} MiB`)
+  console.log(`node ${machine.node}, ${machine.platform}; RabbitMQ ${machine.rabbitmq} (${machine.rabbitmqVersionFrom}); amqplib ${machine.amqplib}`)
+  console.log(`broker: ${new RabbitTransport(BROKER).address}`)
+  console.log(`load average before: ${loadBefore.join(' / ')} (1 / 5 / 15 min); with other work on the machine, numbers are unreliable`)
+  console.log(
+    `service: ${SERVICE_ID} (tool ${TOOL_NAME}, config ${JSON.stringify(tool.config)}, arguments ${JSON.stringify(ARGUMENTS)}), ` +
+      `concurrency = in-flight (serverless.yml says ${spec.concurrency})`,
+  )
+  console.log(`baseline: hand-written amqplib service on request:tg:${BASELINE_TOPIC}, fixed ${responseBody.byteLength}-byte answer, confirm then ack`)
+  console.log(
+    `cells: ${WARMUP_SECONDS}s warm-up + ${SECONDS}s measured, closed loop; in-flight ${IN_FLIGHT.join(', ')}; ` +
+      `${ROUNDS} round(s) per level, order rotated; setups ${SETUPS.join(', ')}`,
+  )
+  console.log('')
+
+  const cells: Cell[] = []
+  for (const inFlight of IN_FLIGHT) {
+    const live = new Map<Setup, Live>()
+    try {
+      for (const setup of SETUPS) live.set(setup, await startSetup(setup, inFlight, { spec, project, request, expected, responseBody }))
+      for (let round = 0; round < ROUNDS; round++) {
+        const order = SETUPS.map((_, i) => SETUPS[(i + round) % SETUPS.length]!)
+        const parts: string[] = []
+        for (const [position, setup] of order.entries()) {
+          const stats = await measure(live.get(setup)!.call, inFlight)
+          if (disturbance !== undefined) throw new Error(`run disturbed: ${disturbance}`)
+          cells.push({ setup, inFlight, round, position, ...stats })
+          parts.push(`${setup} ${fmtInt(stats.reqPerSec)}/s p50 ${fmt(stats.p50Ms, 3)}`)
+        }
+        console.log(`in-flight ${String(inFlight).padStart(2)} round ${round + 1}/${ROUNDS}: ${parts.join(' | ')}`)
+      }
+    } finally {
+      for (const l of live.values()) {
+        let timer: NodeJS.Timeout | undefined
+        const tooLong = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('did not stop within 10 s')), 10_000)))
+        await Promise.race([l.stop(), tooLong])
+          .catch((err: unknown) => console.error(`stopping ${l.setup}: ${(err as Error).message}`))
+          .finally(() => clearTimeout(timer))
+      }
+    }
+  }
+  await deleteBenchTopology()
+
+  const rows: Row[] = []
+  for (const inFlight of IN_FLIGHT) {
+    const baseCells = cells.filter((c) => c.inFlight === inFlight && c.setup === 'baseline')
+    const baseReq = median(baseCells.map((c) => c.reqPerSec))
+    const baseP50 = median(baseCells.map((c) => c.p50Ms))
+    for (const setup of SETUPS) {
+      const mine = cells.filter((c) => c.inFlight === inFlight && c.setup === setup)
+      const reqs = mine.map((c) => c.reqPerSec)
+      const reqPerSec = median(reqs)
+      const p50Ms = median(mine.map((c) => c.p50Ms))
+      const base = setup === 'baseline'
+      const throughputRatio = reqPerSec / baseReq
+      const p50DeltaMs = p50Ms - baseP50
+      rows.push({
+        setup,
+        inFlight,
+        concurrency: inFlight,
+        rounds: mine.length,
+        reqPerSec,
+        reqPerSecMin: Math.min(...reqs),
+        reqPerSecMax: Math.max(...reqs),
+        p50Ms,
+        p90Ms: median(mine.map((c) => c.p90Ms)),
+        p99Ms: median(mine.map((c) => c.p99Ms)),
+        meanMs: median(mine.map((c) => c.meanMs)),
+        nodeCpuUsPerReq: median(mine.map((c) => c.nodeCpuUsPerReq)),
+        nodeCpuCores: median(mine.map((c) => c.nodeCpuCores)),
+        brokerCpuUsPerReq: median(mine.map((c) => c.brokerCpuUsPerReq)),
+        errors: mine.reduce((n, c) => n + c.errors, 0),
+        throughputRatio,
+        p50DeltaMs,
+        roundRatios: mine.map((c) => c.reqPerSec / (baseCells.find((b) => b.round === c.round)?.reqPerSec ?? Number.NaN)),
+        throughputMet: base ? null : throughputRatio >= TARGETS.throughputRatio,
+        p50Met: base ? null : p50DeltaMs <= TARGETS.p50DeltaMs,
+      })
+    }
+  }
+
+  console.log('')
+  console.log('median over rounds; "x base" = req/s over baseline req/s, "per round" = the same against the same round\'s baseline;')
+  console.log(`"p50 +ms" = p50 minus baseline p50; targets: throughput >= ${TARGETS.throughputRatio} x baseline, p50 <= baseline + ${TARGETS.p50DeltaMs} ms`)
+  console.log('"node us/req" = CPU of this process (client + service or bridge + workers) per request, "node cores" = its CPU use;')
+  console.log('"mq us/req" = CPU of the RabbitMQ node per request (less sensitive to other load than req/s)')
+  console.log('')
+  printTable(rows)
+
+  const bridgeRows = rows.filter((r) => r.setup !== 'baseline')
+  const missed = bridgeRows.filter((r) => r.throughputMet === false || r.p50Met === false)
+  console.log('')
+  console.log(
+    missed.length === 0
+      ? `targets: all ${bridgeRows.length} bridge rows meet both`
+      : `targets: ${missed.length} of ${bridgeRows.length} bridge rows miss: ` +
+          missed.map((r) => `${r.setup}@${r.inFlight}${r.throughputMet ? '' : ' (throughput)'}${r.p50Met ? '' : ' (p50)'}`).join(', '),
+  )
+  const errors = rows.reduce((n, r) => n + r.errors, 0)
+  if (errors > 0) console.log(`WARNING: ${errors} call(s) failed during measurement`)
+  const loadAfter = os.loadavg().map((n) => Number(n.toFixed(2)))
+  console.log(`load average after: ${loadAfter.join(' / ')} (this bench alone keeps about 2 cores busy: node + RabbitMQ)`)
+
+  const result = {
+    bench: 'rabbitmq',
+    date: new Date().toISOString(),
+    machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
+    settings: {
+      broker: new RabbitTransport(BROKER).address,
+      service: SERVICE_ID,
+      tool: TOOL_NAME,
+      config: tool.config,
+      arguments: ARGUMENTS,
+      configuredConcurrency: spec.concurrency,
+      concurrency: 'equal to in-flight (prefetch; worker pool size for local)',
+      queues: Object.fromEntries(SETUPS.map((s) => [s, defaultQueues(s === 'baseline' ? BASELINE_TOPIC : bridgeTopic(s))])),
+      responseBytes: responseBody.byteLength,
+      inFlight: IN_FLIGHT,
+      rounds: ROUNDS,
+      warmupSeconds: WARMUP_SECONDS,
+      seconds: SECONDS,
+      loadGenerator: 'closed loop: each of in-flight callers sends its next request when the previous settles; RequestClient on its own RabbitTransport per setup',
+      baseline:
+        'hand-written amqplib service, noDelay, fanout exchange + named queue, prefetch = in-flight, fixed response published on the response fanout exchange via a confirm channel, ack after confirm',
+      aggregation: 'median over rounds; rounds rotate the order of setups',
+      targets: TARGETS,
+    },
+    rows,
+    cells,
+  }
+  mkdirSync(dirname(OUT), { recursive: true })
+  writeFileSync(OUT, JSON.stringify(result, null, 2) + '\n')
+  console.log(`\nwrote ${relative(process.cwd(), OUT) || OUT}`)
+}
+
+try {
+  await main()
+} catch (err) {
+  console.error(`\nbench failed: ${(err as Error).message}`)
+  if (disturbance !== undefined) console.error('no results written: rerun when nothing else uses the broker')
+  process.exit(1)
+}
