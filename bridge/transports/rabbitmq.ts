@@ -95,8 +95,10 @@ class Session {
   alive = true
   publisher: ConfirmChannel | undefined
   publisherOpening: Promise<ConfirmChannel> | undefined
-  /** Exchanges declared for publishing on this connection. */
+  /** Exchanges being declared for publishing on this connection. */
   readonly exchanges = new Map<string, Promise<void>>()
+  /** Those already declared: publishing to them needs no await (the per-message path). */
+  readonly declared = new Set<string>()
 
   constructor(model: ChannelModel) {
     this.model = model
@@ -538,6 +540,7 @@ export class RabbitTransport implements Transport {
         channel.on('error', () => {}) // reported by the rejection below
         try {
           await channel.assertExchange(exchange, 'fanout', EXCHANGE_OPTIONS)
+          session.declared.add(exchange)
         } finally {
           channel.close().catch(() => {})
         }
@@ -550,7 +553,7 @@ export class RabbitTransport implements Transport {
 
   private async publishOn(session: Session, exchange: string, content: Buffer, options: Options.Publish): Promise<void> {
     const channel = session.publisher ?? (await this.publisher(session))
-    await this.declareExchange(session, exchange)
+    if (!session.declared.has(exchange)) await this.declareExchange(session, exchange)
     await new Promise<void>((resolve, reject) => {
       // A channel the broker closed fails its pending confirms with "channel closed": report the broker's reason.
       const fail = (err: unknown) => reject(channelErrors.get(channel) ?? err)
