@@ -32,52 +32,45 @@
  *
  * Results are written to bench/results/bridge.json (git-ignored).
  */
-import { mkdirSync, writeFileSync } from 'node:fs'
-import os from 'node:os'
-import { dirname, relative, resolve } from 'node:path'
-import { performance } from 'node:perf_hooks'
-import { fileURLToPath } from 'node:url'
+import { resolve } from 'node:path'
 import { RequestClient } from '../bridge/client.ts'
-import { INVOKERS, loadProject, resolveSettings, type InvokerKind } from '../bridge/config.ts'
+import { resolveSettings, type InvokerKind } from '../bridge/config.ts'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import { startRuntime } from '../bridge/runtime.ts'
 import { MemoryBroker } from '../bridge/transports/memory.ts'
 import { handler } from '../functions/joke/handler.ts'
-import { decodeRequest, encodeRequest, resultText } from '../shared/protocol.ts'
+import { resultText } from '../shared/protocol.ts'
+import {
+  ARGUMENTS,
+  describeMachine,
+  fmt,
+  fmtInt,
+  inFlightEnv,
+  invokersEnv,
+  loadAverage,
+  loadJokeTool,
+  machineInfo,
+  measure,
+  numberEnv,
+  printHeader,
+  printRow,
+  processCpuUs,
+  ROOT,
+  SERVICE_ID,
+  threadCpuUs,
+  TOOL_NAME,
+  writeResults,
+  type Call,
+  type Column,
+  type LoopStats,
+} from './support.ts'
 
 // ---------------------------------------------------------------- settings
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
-const SERVICE_ID = 'joke-service'
-const TOOL_NAME = 'tell-joke'
-const ARGUMENTS = { topic: 'programming' }
-
-function numberEnv(name: string, fallback: number, min: number): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  const n = Number(raw)
-  if (!Number.isFinite(n) || n < min) throw new Error(`${name}="${raw}" must be a number >= ${min}`)
-  return n
-}
-
-function listEnv(name: string, fallback: string): string[] {
-  return (process.env[name] || fallback)
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '')
-}
-
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
 const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 1, 0)
-const IN_FLIGHT = listEnv('BENCH_INFLIGHT', '1,16,64').map((s) => {
-  const n = Number(s)
-  if (!Number.isInteger(n) || n < 1) throw new Error(`BENCH_INFLIGHT: "${s}" is not a positive integer`)
-  return n
-})
-const INVOKER_KINDS = listEnv('BENCH_INVOKERS', 'in-process,local').map((s) => {
-  if (!(INVOKERS as readonly string[]).includes(s)) throw new Error(`BENCH_INVOKERS: "${s}" must be one of ${INVOKERS.join(', ')}`)
-  return s as InvokerKind
-})
+const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
+const INVOKER_KINDS = invokersEnv('BENCH_INVOKERS', 'in-process,local')
 const CONCURRENCY = Math.floor(numberEnv('BENCH_CONCURRENCY', 64, 1))
 const LOCAL_CONCURRENCY = Math.floor(numberEnv('BENCH_LOCAL_CONCURRENCY', CONCURRENCY, 1))
 const concurrencyFor = (kind: InvokerKind) => (kind === 'local' ? LOCAL_CONCURRENCY : CONCURRENCY)
@@ -89,111 +82,23 @@ const TARGETS = {
   p50OverheadMs: 0.3,
 }
 
-// ---------------------------------------------------------------- samples and percentiles
+// ---------------------------------------------------------------- one cell
 
-/** Latencies in ms, in a growable Float64Array (millions of samples for the direct call). */
-class Samples {
-  private data = new Float64Array(1 << 16)
-  length = 0
-
-  push(value: number): void {
-    if (this.length === this.data.length) {
-      const bigger = new Float64Array(this.data.length * 2)
-      bigger.set(this.data)
-      this.data = bigger
-    }
-    this.data[this.length++] = value
-  }
-
-  sorted(): Float64Array {
-    return this.data.slice(0, this.length).sort()
-  }
-}
-
-/** Nearest-rank percentile of sorted samples. */
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return Number.NaN
-  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)))
-  return sorted[rank - 1]!
-}
-
-interface CellStats {
-  requests: number
-  errors: number
-  seconds: number
-  reqPerSec: number
-  meanMs: number
-  p50Ms: number
-  p90Ms: number
-  p99Ms: number
-  p999Ms: number
-  maxMs: number
+interface CellStats extends LoopStats {
   /** CPU time of the whole process (all threads) per request, in microseconds. */
   cpuUsPerRequest: number
   /** CPU time of the main thread (broker, bridge, client) per request, in microseconds. */
   mainThreadCpuUsPerRequest: number
 }
 
-// ---------------------------------------------------------------- closed-loop load generator
-
-type Call = () => Promise<unknown>
-
-/**
- * `inFlight` callers, each calling again as soon as its call settles, until
- * `seconds` have passed since the start. A call is timed from just before it
- * is made to just after it settles.
- */
-async function closedLoop(call: Call, inFlight: number, seconds: number, record: boolean): Promise<CellStats> {
-  const samples = new Samples()
-  let errors = 0
-  let firstError: unknown
-  const cpuStart = process.cpuUsage()
-  const threadStart = process.threadCpuUsage()
-  const start = performance.now()
-  const deadline = start + seconds * 1000
-  const caller = async () => {
-    for (;;) {
-      const t0 = performance.now()
-      if (t0 >= deadline) return
-      try {
-        await call()
-      } catch (err) {
-        errors++
-        firstError ??= err
-      }
-      if (record) samples.push(performance.now() - t0)
-    }
-  }
-  await Promise.all(Array.from({ length: inFlight }, caller))
-  const elapsedMs = performance.now() - start
-  const cpu = process.cpuUsage(cpuStart)
-  const thread = process.threadCpuUsage(threadStart)
-  if (errors > 0) console.error(`  ${errors} call(s) failed; first: ${(firstError as Error)?.message ?? String(firstError)}`)
-  const sorted = samples.sorted()
-  let sum = 0
-  for (let i = 0; i < sorted.length; i++) sum += sorted[i]!
+async function measureCell(call: Call, inFlight: number): Promise<CellStats> {
+  const probes = { process: processCpuUs, mainThread: threadCpuUs }
+  const { used, ...stats } = await measure(call, inFlight, { seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, probes })
   return {
-    requests: sorted.length,
-    errors,
-    seconds: elapsedMs / 1000,
-    reqPerSec: sorted.length / (elapsedMs / 1000),
-    meanMs: sorted.length ? sum / sorted.length : Number.NaN,
-    p50Ms: percentile(sorted, 50),
-    p90Ms: percentile(sorted, 90),
-    p99Ms: percentile(sorted, 99),
-    p999Ms: percentile(sorted, 99.9),
-    maxMs: sorted.length ? sorted[sorted.length - 1]! : Number.NaN,
-    cpuUsPerRequest: (cpu.user + cpu.system) / sorted.length,
-    mainThreadCpuUsPerRequest: (thread.user + thread.system) / sorted.length,
+    ...stats,
+    cpuUsPerRequest: used.process / stats.requests,
+    mainThreadCpuUsPerRequest: used.mainThread / stats.requests,
   }
-}
-
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-async function measure(call: Call, inFlight: number): Promise<CellStats> {
-  if (WARMUP_SECONDS > 0) await closedLoop(call, inFlight, WARMUP_SECONDS, false)
-  await pause(50) // let stragglers (timers, GC) settle between warm-up and measurement
-  return closedLoop(call, inFlight, SECONDS, true)
 }
 
 // ---------------------------------------------------------------- the bench
@@ -206,59 +111,30 @@ interface Row extends CellStats {
   p50OverheadMs: number
 }
 
-const fmt = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
-const fmtInt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-')
-
-function printRow(row: Row): void {
-  const cells = [
-    row.invoker.padEnd(10),
-    String(row.inFlight).padStart(9),
-    String(row.concurrency ?? '-').padStart(11),
-    fmtInt(row.reqPerSec).padStart(10),
-    fmt(row.p50Ms, 3).padStart(8),
-    fmt(row.p99Ms, 3).padStart(8),
-    `${fmt(row.ratioToBaseline, 3)}x`.padStart(11),
-    fmt(row.p50OverheadMs, 3).padStart(14),
-    fmt(row.cpuUsPerRequest, 1).padStart(11),
-  ]
-  console.log(cells.join('  '))
-}
-
-function printHeader(): void {
-  const head = ['invoker'.padEnd(10), 'in-flight'.padStart(9), 'concurrency'.padStart(11), 'req/s'.padStart(10), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'vs direct'.padStart(11), 'p50 +ms'.padStart(14), 'cpu us/req'.padStart(11)]
-  console.log(head.join('  '))
-  console.log('-'.repeat(head.join('  ').length))
-}
+const COLUMNS: Column<Row>[] = [
+  { title: 'invoker', width: 10, align: 'left', cell: (r) => r.invoker },
+  { title: 'in-flight', width: 9, cell: (r) => String(r.inFlight) },
+  { title: 'concurrency', width: 11, cell: (r) => String(r.concurrency ?? '-') },
+  { title: 'req/s', width: 10, cell: (r) => fmtInt(r.reqPerSec) },
+  { title: 'p50 ms', width: 8, cell: (r) => fmt(r.p50Ms, 3) },
+  { title: 'p99 ms', width: 8, cell: (r) => fmt(r.p99Ms, 3) },
+  { title: 'vs direct', width: 11, cell: (r) => `${fmt(r.ratioToBaseline, 3)}x` },
+  { title: 'p50 +ms', width: 14, cell: (r) => fmt(r.p50OverheadMs, 3) },
+  { title: 'cpu us/req', width: 11, cell: (r) => fmt(r.cpuUsPerRequest, 1) },
+]
 
 async function main(): Promise<void> {
-  const cpus = os.cpus()
-  const machine = {
-    cores: cpus.length,
-    availableParallelism: os.availableParallelism(),
-    cpuModel: cpus[0]?.model.trim() ?? 'unknown',
-    totalMemoryMiB: Math.round(os.totalmem() / 2 ** 20),
-    node: process.version,
-    v8: process.versions.v8,
-    platform: `${process.platform} ${os.release()} ${process.arch}`,
-  }
-  console.log(`machine: ${machine.cores} cores (${machine.cpuModel}), available parallelism ${machine.availableParallelism}, ${machine.totalMemoryMiB} MiB`)
+  const machine = machineInfo({ v8: process.versions.v8 })
+  console.log(describeMachine(machine))
   console.log(`node ${machine.node} (V8 ${machine.v8}), ${machine.platform}`)
   // Other work on the machine skews every number below: the load average says how busy it was.
-  const loadBefore = os.loadavg().map((n) => Number(n.toFixed(2)))
+  const loadBefore = loadAverage()
   console.log(`load average before: ${loadBefore.join(' / ')} (1 / 5 / 15 min)`)
 
-  // The project as served; only joke-service, with its concurrency overridden.
-  const project = loadProject(resolve(ROOT, 'serverless.yml'))
-  const spec = project.services.find((s) => s.id === SERVICE_ID)
-  const tool = spec?.tools.find((t) => t.name === TOOL_NAME)
-  if (!spec || !tool) throw new Error(`serverless.yml has no ${SERVICE_ID} / ${TOOL_NAME}`)
+  // The project as served; only joke-service, with its concurrency overridden. `event` is what the bridge
+  // hands the function for this request, so the baseline calls it with the same.
+  const { project, spec, request, event } = loadJokeTool()
   const configuredConcurrency = spec.concurrency
-  const request = { config: tool.config, arguments: ARGUMENTS }
-
-  // The event the bridge hands the function for this request, so the baseline calls it with the same.
-  const decoded = decodeRequest(encodeRequest(request))
-  if (!decoded.ok) throw new Error(decoded.message)
-  const event = decoded.value
   // Built once: the bridge builds one per call, which is part of what it costs.
   const context = lambdaContext(spec.functionName, 'bench-direct', spec.timeoutMs)
   const expected = resultText(await handler(event, context))
@@ -271,7 +147,7 @@ async function main(): Promise<void> {
   console.log(`cells: ${WARMUP_SECONDS}s warm-up + ${SECONDS}s measured, in-flight ${IN_FLIGHT.join(', ')}, closed loop`)
   console.log('vs direct = req/s over the direct call\'s; p50 +ms = p50 minus the direct call\'s; cpu us/req = process CPU (all threads) per request')
   console.log('')
-  printHeader()
+  printHeader(COLUMNS)
 
   const rows: Row[] = []
   const baseline = new Map<number, CellStats>()
@@ -279,11 +155,11 @@ async function main(): Promise<void> {
   // Baseline: the same loop around a direct call.
   const direct: Call = () => handler(event, context)
   for (const inFlight of IN_FLIGHT) {
-    const stats = await measure(direct, inFlight)
+    const stats = await measureCell(direct, inFlight)
     baseline.set(inFlight, stats)
     const row: Row = { invoker: 'direct', inFlight, concurrency: null, ...stats, ratioToBaseline: 1, p50OverheadMs: 0 }
     rows.push(row)
-    printRow(row)
+    printRow(COLUMNS, row)
   }
 
   for (const kind of INVOKER_KINDS) {
@@ -300,7 +176,7 @@ async function main(): Promise<void> {
       // Bring every execution environment up (worker threads start lazily) before timing anything.
       for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: concurrency }, call))
       for (const inFlight of IN_FLIGHT) {
-        const stats = await measure(call, inFlight)
+        const stats = await measureCell(call, inFlight)
         const base = baseline.get(inFlight)!
         const row: Row = {
           invoker: kind,
@@ -311,7 +187,7 @@ async function main(): Promise<void> {
           p50OverheadMs: stats.p50Ms - base.p50Ms,
         }
         rows.push(row)
-        printRow(row)
+        printRow(COLUMNS, row)
       }
     } finally {
       await client.close()
@@ -357,7 +233,7 @@ async function main(): Promise<void> {
     console.log(`  ${verdict}  ${t.target}: ${t.reached} (goal ${t.goal})`)
   }
 
-  const loadAfter = os.loadavg().map((n) => Number(n.toFixed(2)))
+  const loadAfter = loadAverage()
   console.log(`\nload average after: ${loadAfter.join(' / ')} (includes this bench)`)
 
   const result = {
@@ -381,9 +257,7 @@ async function main(): Promise<void> {
     rows,
     targets,
   }
-  mkdirSync(dirname(OUT), { recursive: true })
-  writeFileSync(OUT, JSON.stringify(result, null, 2) + '\n')
-  console.log(`\nwrote ${relative(process.cwd(), OUT) || OUT}`)
+  writeResults(OUT, result)
 }
 
 await main()

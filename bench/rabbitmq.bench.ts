@@ -60,63 +60,60 @@
  *   BENCH_OUT              where to write the JSON (default bench/results/rabbitmq.json, git-ignored)
  */
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import os from 'node:os'
-import { dirname, relative, resolve } from 'node:path'
-import { performance } from 'node:perf_hooks'
-import { fileURLToPath } from 'node:url'
+import { readdirSync, readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { connect as amqpConnect } from 'amqplib'
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib'
 import { RequestClient } from '../bridge/client.ts'
-import { INVOKERS, loadProject, resolveSettings, type InvokerKind } from '../bridge/config.ts'
+import { INVOKERS, resolveSettings, type InvokerKind, type Project } from '../bridge/config.ts'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import type { Logger } from '../bridge/logger.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { RabbitTransport } from '../bridge/transports/rabbitmq.ts'
 import type { ToolServiceSpec } from '../shared/descriptors.ts'
 import { handler } from '../functions/joke/handler.ts'
-import { decodeRequest, encodeRequest, encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } from '../shared/protocol.ts'
+import { encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } from '../shared/protocol.ts'
 import { defaultQueues, parseQueueName, rabbitExchange, rabbitQueue } from '../shared/queues.ts'
+import {
+  ARGUMENTS,
+  describeMachine,
+  fmt,
+  fmtInt,
+  fmtSigned,
+  inFlightEnv,
+  invokersEnv,
+  loadAverage,
+  loadJokeTool,
+  machineInfo,
+  measure,
+  median,
+  numberEnv,
+  printHeader,
+  printRow,
+  processCpuUs,
+  ROOT,
+  SERVICE_ID,
+  TOOL_NAME,
+  writeResults,
+  type Call,
+  type Column,
+  type LoopStats,
+  type Probe,
+} from './support.ts'
 
 // ---------------------------------------------------------------- settings
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
-const SERVICE_ID = 'joke-service'
-const TOOL_NAME = 'tell-joke'
-const ARGUMENTS = { topic: 'programming' }
 const BASELINE_TOPIC = 'bench-echo'
 const BASELINE_SUBSCRIPTION = 'bench-echo-request'
 const bridgeTopic = (kind: InvokerKind) => `bench-joke-${kind}`
 const CALL_TIMEOUT_MS = 5_000
 const STARTUP_TIMEOUT_MS = 60_000
 
-function numberEnv(name: string, fallback: number, min: number): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  const n = Number(raw)
-  if (!Number.isFinite(n) || n < min) throw new Error(`${name}="${raw}" must be a number >= ${min}`)
-  return n
-}
-
-function listEnv(name: string, fallback: string): string[] {
-  return (process.env[name] ?? fallback)
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '')
-}
-
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
 const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)
 const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 3, 1))
-const IN_FLIGHT = listEnv('BENCH_INFLIGHT', '1,16,64').map((s) => {
-  const n = Number(s)
-  if (!Number.isInteger(n) || n < 1) throw new Error(`BENCH_INFLIGHT: "${s}" is not a positive integer`)
-  return n
-})
-const BRIDGE_KINDS = listEnv('BENCH_SETUPS', 'in-process,local').map((s) => {
-  if (!(INVOKERS as readonly string[]).includes(s)) throw new Error(`BENCH_SETUPS: "${s}" must be one of ${INVOKERS.join(', ')}`)
-  return s as InvokerKind
-})
+const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
+const BRIDGE_KINDS = invokersEnv('BENCH_SETUPS', 'in-process,local')
 const BROKER = process.env.BENCH_BROKER || process.env.TOOLBRIDGE_BROKER || 'amqp://guest:guest@127.0.0.1:5672/'
 const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/rabbitmq.json')
 
@@ -162,58 +159,6 @@ const benchLogger: Logger = {
   },
 }
 
-// ---------------------------------------------------------------- samples and percentiles
-
-class Samples {
-  private data = new Float64Array(1 << 14)
-  length = 0
-
-  push(value: number): void {
-    if (this.length === this.data.length) {
-      const bigger = new Float64Array(this.data.length * 2)
-      bigger.set(this.data)
-      this.data = bigger
-    }
-    this.data[this.length++] = value
-  }
-
-  sorted(): Float64Array {
-    return this.data.slice(0, this.length).sort()
-  }
-}
-
-/** Nearest-rank percentile of sorted samples. */
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return Number.NaN
-  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)))
-  return sorted[rank - 1]!
-}
-
-function median(values: number[]): number {
-  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b)
-  if (sorted.length === 0) return Number.NaN
-  const mid = sorted.length >> 1
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
-}
-
-interface CellStats {
-  requests: number
-  errors: number
-  seconds: number
-  reqPerSec: number
-  meanMs: number
-  p50Ms: number
-  p90Ms: number
-  p99Ms: number
-  maxMs: number
-  /** CPU time of this whole process (client, service, bridge, worker threads) per answered request. */
-  nodeCpuUsPerReq: number
-  /** This process's CPU use over the cell, in cores. */
-  nodeCpuCores: number
-  /** CPU time of the RabbitMQ node (beam.smp) per answered request; NaN when it cannot be read. */
-  brokerCpuUsPerReq: number
-}
-
 // ---------------------------------------------------------------- CPU accounting
 
 /** The RabbitMQ node's process, when it runs on this machine: its CPU time is in /proc/<pid>/stat. */
@@ -238,7 +183,7 @@ const CLOCK_TICKS_PER_SECOND = 100 // USER_HZ on Linux
 let brokerPid: number | undefined
 
 /** CPU microseconds the broker has used so far, or NaN. */
-function brokerCpuUs(): number {
+const brokerCpuUs: Probe = () => {
   if (brokerPid === undefined) return Number.NaN
   try {
     const stat = readFileSync(`/proc/${brokerPid}/stat`, 'utf8')
@@ -249,63 +194,32 @@ function brokerCpuUs(): number {
   }
 }
 
-// ---------------------------------------------------------------- closed-loop load generator
+// ---------------------------------------------------------------- one cell
 
-type Call = () => Promise<unknown>
-
-/** `inFlight` callers, each calling again as soon as its call settles, until `seconds` have passed. */
-async function closedLoop(call: Call, inFlight: number, seconds: number, record: boolean): Promise<CellStats> {
-  const samples = new Samples()
-  let errors = 0
-  let firstError: unknown
-  const cpuBefore = process.cpuUsage()
-  const brokerBefore = brokerCpuUs()
-  const start = performance.now()
-  const deadline = start + seconds * 1000
-  const caller = async () => {
-    for (;;) {
-      const t0 = performance.now()
-      if (t0 >= deadline || disturbance !== undefined) return
-      try {
-        await call()
-        if (record) samples.push(performance.now() - t0)
-      } catch (err) {
-        errors++
-        firstError ??= err
-      }
-    }
-  }
-  await Promise.all(Array.from({ length: inFlight }, caller))
-  const elapsedMs = performance.now() - start
-  const cpu = process.cpuUsage(cpuBefore)
-  const nodeCpuUs = cpu.user + cpu.system
-  const brokerUs = brokerCpuUs() - brokerBefore
-  if (errors > 0) console.error(`  ${errors} call(s) failed; first: ${(firstError as Error)?.message ?? String(firstError)}`)
-  const sorted = samples.sorted()
-  let sum = 0
-  for (let i = 0; i < sorted.length; i++) sum += sorted[i]!
-  return {
-    requests: sorted.length,
-    errors,
-    seconds: elapsedMs / 1000,
-    reqPerSec: sorted.length / (elapsedMs / 1000),
-    meanMs: sorted.length ? sum / sorted.length : Number.NaN,
-    p50Ms: percentile(sorted, 50),
-    p90Ms: percentile(sorted, 90),
-    p99Ms: percentile(sorted, 99),
-    maxMs: sorted.length ? sorted[sorted.length - 1]! : Number.NaN,
-    nodeCpuUsPerReq: nodeCpuUs / sorted.length,
-    nodeCpuCores: nodeCpuUs / 1000 / elapsedMs,
-    brokerCpuUsPerReq: brokerUs / sorted.length,
-  }
+/** p999Ms is left out: not in this bench's table or JSON. */
+interface CellStats extends Omit<LoopStats, 'p999Ms'> {
+  /** CPU time of this whole process (client, service, bridge, worker threads) per answered request. */
+  nodeCpuUsPerReq: number
+  /** This process's CPU use over the cell, in cores. */
+  nodeCpuCores: number
+  /** CPU time of the RabbitMQ node (beam.smp) per answered request; NaN when it cannot be read. */
+  brokerCpuUsPerReq: number
 }
 
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-async function measure(call: Call, inFlight: number): Promise<CellStats> {
-  if (WARMUP_SECONDS > 0) await closedLoop(call, inFlight, WARMUP_SECONDS, false)
-  await pause(50) // let stragglers (timers, GC, late acks) settle between warm-up and measurement
-  return closedLoop(call, inFlight, SECONDS, true)
+/** The shared closed loop, with this process's and the broker's CPU time around it. */
+async function measureCell(call: Call, inFlight: number): Promise<CellStats> {
+  const { used, p999Ms: _, ...stats } = await measure(call, inFlight, {
+    seconds: SECONDS,
+    warmupSeconds: WARMUP_SECONDS,
+    probes: { node: processCpuUs, broker: brokerCpuUs },
+    stopWhen: () => disturbance !== undefined,
+  })
+  return {
+    ...stats,
+    nodeCpuUsPerReq: used.node / stats.requests,
+    nodeCpuCores: used.node / 1e6 / stats.seconds,
+    brokerCpuUsPerReq: used.broker / stats.requests,
+  }
 }
 
 // ---------------------------------------------------------------- the baseline service
@@ -424,7 +338,7 @@ async function startClient(queues: { requestQueue: string; responseQueue: string
 async function startSetup(
   setup: Setup,
   inFlight: number,
-  ctx: { spec: ToolServiceSpec; project: ReturnType<typeof loadProject>; request: object; expected: string; responseBody: Buffer },
+  ctx: { spec: ToolServiceSpec; project: Project; request: object; expected: string; responseBody: Buffer },
 ): Promise<Live> {
   let stopService: () => Promise<void>
   let queues: { requestQueue: string; responseQueue: string }
@@ -492,59 +406,44 @@ interface Row {
   p50Met: boolean | null
 }
 
-const fmt = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
-const fmtInt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-')
-const fmtSigned = (n: number, digits: number) => (Number.isFinite(n) ? (n >= 0 ? '+' : '') + n.toFixed(digits) : '-')
 const verdict = (met: boolean | null) => (met === null ? '' : met ? 'yes' : 'NO')
 
-const COLUMNS: [string, number, 'l' | 'r'][] = [
-  ['setup', 10, 'l'],
-  ['in-flight', 9, 'r'],
-  ['req/s', 7, 'r'],
-  ['min-max req/s', 13, 'r'],
-  ['p50 ms', 7, 'r'],
-  ['p99 ms', 7, 'r'],
-  ['x base', 6, 'r'],
-  ['per round', 14, 'r'],
-  ['p50 +ms', 7, 'r'],
-  ['>=0.9x', 6, 'r'],
-  ['<=+0.3', 6, 'r'],
-  ['node us/req', 11, 'r'],
-  ['node cores', 10, 'r'],
-  ['mq us/req', 9, 'r'],
+const isBaseline = (row: Row) => row.setup === 'baseline'
+
+const COLUMNS: Column<Row>[] = [
+  { title: 'setup', width: 10, align: 'left', cell: (r) => r.setup },
+  { title: 'in-flight', width: 9, cell: (r) => String(r.inFlight) },
+  { title: 'req/s', width: 7, cell: (r) => fmtInt(r.reqPerSec) },
+  { title: 'min-max req/s', width: 13, cell: (r) => `${fmtInt(r.reqPerSecMin)}-${fmtInt(r.reqPerSecMax)}` },
+  { title: 'p50 ms', width: 7, cell: (r) => fmt(r.p50Ms, 3) },
+  { title: 'p99 ms', width: 7, cell: (r) => fmt(r.p99Ms, 3) },
+  { title: 'x base', width: 6, cell: (r) => (isBaseline(r) ? '1' : fmt(r.throughputRatio, 2)) },
+  { title: 'per round', width: 14, cell: (r) => r.roundRatios.map((x) => fmt(x, 2)).join('/') },
+  { title: 'p50 +ms', width: 7, cell: (r) => (isBaseline(r) ? '0' : fmtSigned(r.p50DeltaMs, 3)) },
+  { title: '>=0.9x', width: 6, cell: (r) => verdict(r.throughputMet) },
+  { title: '<=+0.3', width: 6, cell: (r) => verdict(r.p50Met) },
+  { title: 'node us/req', width: 11, cell: (r) => fmt(r.nodeCpuUsPerReq, 0) },
+  { title: 'node cores', width: 10, cell: (r) => fmt(r.nodeCpuCores, 2) },
+  { title: 'mq us/req', width: 9, cell: (r) => fmt(r.brokerCpuUsPerReq, 0) },
 ]
 
-function line(cells: string[]): string {
-  return cells.map((c, i) => (COLUMNS[i]![2] === 'l' ? c.padEnd(COLUMNS[i]![1]) : c.padStart(COLUMNS[i]![1]))).join('  ')
-}
-
+/** The rows, a blank line between in-flight levels. */
 function printTable(rows: Row[]): void {
-  const head = line(COLUMNS.map(([name]) => name))
-  console.log(head)
-  console.log('-'.repeat(head.length))
+  printHeader(COLUMNS)
   let last: number | undefined
   for (const row of rows) {
     if (last !== undefined && row.inFlight !== last) console.log('')
     last = row.inFlight
-    const base = row.setup === 'baseline'
-    console.log(
-      line([
-        row.setup,
-        String(row.inFlight),
-        fmtInt(row.reqPerSec),
-        `${fmtInt(row.reqPerSecMin)}-${fmtInt(row.reqPerSecMax)}`,
-        fmt(row.p50Ms, 3),
-        fmt(row.p99Ms, 3),
-        base ? '1' : fmt(row.throughputRatio, 2),
-        row.roundRatios.map((r) => fmt(r, 2)).join('/'),
-        base ? '0' : fmtSigned(row.p50DeltaMs, 3),
-        verdict(row.throughputMet),
-        verdict(row.p50Met),
-        fmt(row.nodeCpuUsPerReq, 0),
-        fmt(row.nodeCpuCores, 2),
-        fmt(row.brokerCpuUsPerReq, 0),
-      ]),
-    )
+    printRow(COLUMNS, row)
+  }
+}
+
+/** The installed amqplib's version, or the range package.json asks for. */
+function amqplibVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(resolve(ROOT, 'node_modules/amqplib/package.json'), 'utf8')) as { version: string }).version
+  } catch {
+    return '2.x' // installed elsewhere
   }
 }
 
@@ -564,19 +463,11 @@ function rabbitVersion(model: ChannelModel | undefined): { version: string; sour
 // ---------------------------------------------------------------- main
 
 async function main(): Promise<void> {
-  const cpus = os.cpus()
-  const loadBefore = os.loadavg().map((n) => Number(n.toFixed(2)))
+  const loadBefore = loadAverage()
 
-  const project = loadProject(resolve(ROOT, 'serverless.yml'))
-  const spec = project.services.find((s) => s.id === SERVICE_ID)
-  const tool = spec?.tools.find((t) => t.name === TOOL_NAME)
-  if (!spec || !tool) throw new Error(`serverless.yml has no ${SERVICE_ID} / ${TOOL_NAME}`)
-  const request = { config: tool.config, arguments: ARGUMENTS }
-
+  const { project, spec, tool, request, event } = loadJokeTool()
   // What the bridge answers for this request; the baseline sends exactly these bytes.
-  const decoded = decodeRequest(encodeRequest(request))
-  if (!decoded.ok) throw new Error(decoded.message)
-  const expected = resultText(await handler(decoded.value, lambdaContext(spec.functionName, 'bench', spec.timeoutMs)))
+  const expected = resultText(await handler(event, lambdaContext(spec.functionName, 'bench', spec.timeoutMs)))
   const responseBody = Buffer.from(encodeResponse(finalResponse(expected)))
 
   await deleteBenchTopology() // leftovers of an interrupted run
@@ -585,23 +476,8 @@ async function main(): Promise<void> {
   const rabbit = rabbitVersion(probe)
   await probe.close()
 
-  const machine = {
-    cores: cpus.length,
-    availableParallelism: os.availableParallelism(),
-    cpuModel: cpus[0]?.model.trim() ?? 'unknown',
-    totalMemoryMiB: Math.round(os.totalmem() / 2 ** 20),
-    node: process.version,
-    amqplib: '2.x',
-    platform: `${process.platform} ${os.release()} ${process.arch}`,
-    rabbitmq: rabbit.version,
-    rabbitmqVersionFrom: rabbit.source,
-  }
-  try {
-    machine.amqplib = (JSON.parse(readFileSync(resolve(ROOT, 'node_modules/amqplib/package.json'), 'utf8')) as { version: string }).version
-  } catch {
-    // installed elsewhere: keep the range
-  }
-  console.log(`machine: ${machine.cores} cores (${machine.cpuModel}), available parallelism ${machine.availableParallelism}, ${machine.totalMemoryMiB} MiB`)
+  const machine = { ...machineInfo({ amqplib: amqplibVersion() }), rabbitmq: rabbit.version, rabbitmqVersionFrom: rabbit.source }
+  console.log(describeMachine(machine))
   console.log(`node ${machine.node}, ${machine.platform}; RabbitMQ ${machine.rabbitmq} (${machine.rabbitmqVersionFrom}); amqplib ${machine.amqplib}`)
   console.log(`broker: ${new RabbitTransport(BROKER).address}`)
   console.log(`load average before: ${loadBefore.join(' / ')} (1 / 5 / 15 min); with other work on the machine, numbers are unreliable`)
@@ -625,7 +501,7 @@ async function main(): Promise<void> {
         const order = SETUPS.map((_, i) => SETUPS[(i + round) % SETUPS.length]!)
         const parts: string[] = []
         for (const [position, setup] of order.entries()) {
-          const stats = await measure(live.get(setup)!.call, inFlight)
+          const stats = await measureCell(live.get(setup)!.call, inFlight)
           if (disturbance !== undefined) throw new Error(`run disturbed: ${disturbance}`)
           cells.push({ setup, inFlight, round, position, ...stats })
           parts.push(`${setup} ${fmtInt(stats.reqPerSec)}/s p50 ${fmt(stats.p50Ms, 3)}`)
@@ -701,7 +577,7 @@ async function main(): Promise<void> {
   )
   const errors = rows.reduce((n, r) => n + r.errors, 0)
   if (errors > 0) console.log(`WARNING: ${errors} call(s) failed during measurement`)
-  const loadAfter = os.loadavg().map((n) => Number(n.toFixed(2)))
+  const loadAfter = loadAverage()
   console.log(`load average after: ${loadAfter.join(' / ')} (this bench alone keeps about 2 cores busy: node + RabbitMQ)`)
 
   const result = {
@@ -731,9 +607,7 @@ async function main(): Promise<void> {
     rows,
     cells,
   }
-  mkdirSync(dirname(OUT), { recursive: true })
-  writeFileSync(OUT, JSON.stringify(result, null, 2) + '\n')
-  console.log(`\nwrote ${relative(process.cwd(), OUT) || OUT}`)
+  writeResults(OUT, result)
 }
 
 try {

@@ -1,0 +1,289 @@
+/**
+ * What the benchmarks (bench/*.bench.ts) share: settings from the
+ * environment, the tool they call, the closed-loop load generator and its
+ * statistics, number formatting, a table printer, the machine description
+ * and the results file.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { dirname, relative, resolve } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { fileURLToPath } from 'node:url'
+import { INVOKERS, loadProject, type InvokerKind } from '../bridge/config.ts'
+import { decodeRequest, encodeRequest } from '../shared/protocol.ts'
+
+/** The project's root directory. */
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+
+// ---------------------------------------------------------------- settings from the environment
+
+/** A number of at least `min`; unset or empty means `fallback`. */
+export function numberEnv(name: string, fallback: number, min: number): number {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  const n = Number(raw)
+  if (!Number.isFinite(n) || n < min) throw new Error(`${name}="${raw}" must be a number >= ${min}`)
+  return n
+}
+
+/** A comma-separated list; unset or empty means `fallback`. */
+export function listEnv(name: string, fallback: string): string[] {
+  return (process.env[name] || fallback)
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+}
+
+/** Numbers of requests in flight: positive integers, comma separated. */
+export function inFlightEnv(name: string, fallback: string): number[] {
+  return listEnv(name, fallback).map((s) => {
+    const n = Number(s)
+    if (!Number.isInteger(n) || n < 1) throw new Error(`${name}: "${s}" is not a positive integer`)
+    return n
+  })
+}
+
+/** Invoker kinds, comma separated. */
+export function invokersEnv(name: string, fallback: string): InvokerKind[] {
+  return listEnv(name, fallback).map((s) => {
+    if (!(INVOKERS as readonly string[]).includes(s)) throw new Error(`${name}: "${s}" must be one of ${INVOKERS.join(', ')}`)
+    return s as InvokerKind
+  })
+}
+
+// ---------------------------------------------------------------- the tool both benches call
+
+export const SERVICE_ID = 'joke-service'
+export const TOOL_NAME = 'tell-joke'
+export const ARGUMENTS = { topic: 'programming' }
+
+/** serverless.yml's joke-service and its tell-joke tool, the request the benches send, and the event the bridge hands the function for it. */
+export function loadJokeTool() {
+  const project = loadProject(resolve(ROOT, 'serverless.yml'))
+  const spec = project.services.find((s) => s.id === SERVICE_ID)
+  const tool = spec?.tools.find((t) => t.name === TOOL_NAME)
+  if (!spec || !tool) throw new Error(`serverless.yml has no ${SERVICE_ID} / ${TOOL_NAME}`)
+  const request = { config: tool.config, arguments: ARGUMENTS }
+  const decoded = decodeRequest(encodeRequest(request))
+  if (!decoded.ok) throw new Error(decoded.message)
+  return { project, spec, tool, request, event: decoded.value }
+}
+
+// ---------------------------------------------------------------- samples and percentiles
+
+/** Latencies in ms, in a growable Float64Array (millions of samples for a fast call). */
+class Samples {
+  private data = new Float64Array(1 << 16)
+  length = 0
+
+  push(value: number): void {
+    if (this.length === this.data.length) {
+      const bigger = new Float64Array(this.data.length * 2)
+      bigger.set(this.data)
+      this.data = bigger
+    }
+    this.data[this.length++] = value
+  }
+
+  sorted(): Float64Array {
+    return this.data.slice(0, this.length).sort()
+  }
+}
+
+/** Nearest-rank percentile of sorted samples. */
+export function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return Number.NaN
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)))
+  return sorted[rank - 1]!
+}
+
+/** Median of the finite values; NaN if there are none. */
+export function median(values: number[]): number {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b)
+  if (sorted.length === 0) return Number.NaN
+  const mid = sorted.length >> 1
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+// ---------------------------------------------------------------- closed-loop load generator
+
+export type Call = () => Promise<unknown>
+
+/**
+ * A reading taken just before and just after a loop, such as the CPU
+ * microseconds a process has used so far: the loop reports how far it moved.
+ */
+export type Probe = () => number
+
+/** CPU microseconds this process (all threads) has used. */
+export const processCpuUs: Probe = () => {
+  const { user, system } = process.cpuUsage()
+  return user + system
+}
+
+/** CPU microseconds the calling (main) thread has used. */
+export const threadCpuUs: Probe = () => {
+  const { user, system } = process.threadCpuUsage()
+  return user + system
+}
+
+/** What a closed loop measured; latencies in ms over the answered requests. */
+export interface LoopStats {
+  /** Calls answered. */
+  requests: number
+  /** Calls that failed (not in `requests` nor in the latencies). */
+  errors: number
+  seconds: number
+  reqPerSec: number
+  meanMs: number
+  p50Ms: number
+  p90Ms: number
+  p99Ms: number
+  p999Ms: number
+  maxMs: number
+}
+
+/** LoopStats and, per probe, how far its reading moved over the loop. */
+export type Measured<P extends string> = LoopStats & { used: Record<P, number> }
+
+export interface LoopOptions<P extends string> {
+  /** Measured seconds. */
+  seconds: number
+  /** Seconds of the same loop, not measured, before. */
+  warmupSeconds: number
+  /** Readings taken around the measured loop, by name. */
+  probes: Record<P, Probe>
+  /** Asked before every call: true ends the loop early. */
+  stopWhen?: () => boolean
+}
+
+/**
+ * `inFlight` callers, each calling again as soon as its call settles, until
+ * `seconds` have passed since the start. A call is timed from just before it
+ * is made to just after it is answered.
+ */
+async function closedLoop<P extends string>(call: Call, inFlight: number, seconds: number, record: boolean, options: LoopOptions<P>): Promise<Measured<P>> {
+  const samples = new Samples()
+  let errors = 0
+  let firstError: unknown
+  const names = Object.keys(options.probes) as P[]
+  const before = names.map((name) => options.probes[name]())
+  const start = performance.now()
+  const deadline = start + seconds * 1000
+  const caller = async () => {
+    for (;;) {
+      const t0 = performance.now()
+      if (t0 >= deadline || options.stopWhen?.()) return
+      try {
+        await call()
+        if (record) samples.push(performance.now() - t0)
+      } catch (err) {
+        errors++
+        firstError ??= err
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: inFlight }, caller))
+  const elapsedMs = performance.now() - start
+  const used = Object.fromEntries(names.map((name, i) => [name, options.probes[name]() - before[i]!])) as Record<P, number>
+  if (errors > 0) console.error(`  ${errors} call(s) failed; first: ${(firstError as Error)?.message ?? String(firstError)}`)
+  const sorted = samples.sorted()
+  let sum = 0
+  for (let i = 0; i < sorted.length; i++) sum += sorted[i]!
+  return {
+    requests: sorted.length,
+    errors,
+    seconds: elapsedMs / 1000,
+    reqPerSec: sorted.length / (elapsedMs / 1000),
+    meanMs: sorted.length ? sum / sorted.length : Number.NaN,
+    p50Ms: percentile(sorted, 50),
+    p90Ms: percentile(sorted, 90),
+    p99Ms: percentile(sorted, 99),
+    p999Ms: percentile(sorted, 99.9),
+    maxMs: sorted.length ? sorted[sorted.length - 1]! : Number.NaN,
+    used,
+  }
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** One cell: the warm-up, a short pause, then the measured closed loop. */
+export async function measure<P extends string>(call: Call, inFlight: number, options: LoopOptions<P>): Promise<Measured<P>> {
+  if (options.warmupSeconds > 0) await closedLoop(call, inFlight, options.warmupSeconds, false, options)
+  await pause(50) // let stragglers (timers, GC, late acks) settle between warm-up and measurement
+  return closedLoop(call, inFlight, options.seconds, true, options)
+}
+
+// ---------------------------------------------------------------- formatting and tables
+
+/** `digits` decimals; '-' for NaN and infinities. */
+export const fmt = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
+/** Rounded, with thousands separators; '-' for NaN and infinities. */
+export const fmtInt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-')
+/** Like fmt, with a '+' before positive numbers and zero. */
+export const fmtSigned = (n: number, digits: number) => (Number.isFinite(n) ? (n >= 0 ? '+' : '') + n.toFixed(digits) : '-')
+
+export interface Column<R> {
+  title: string
+  /** Width the title and every cell are padded to. */
+  width: number
+  /** Default: right. */
+  align?: 'left' | 'right'
+  cell: (row: R) => string
+}
+
+function tableLine<R>(columns: Column<R>[], texts: string[]): string {
+  return texts.map((text, i) => (columns[i]!.align === 'left' ? text.padEnd(columns[i]!.width) : text.padStart(columns[i]!.width))).join('  ')
+}
+
+/** The column titles and a rule under them. */
+export function printHeader<R>(columns: Column<R>[]): void {
+  const head = tableLine(columns, columns.map((c) => c.title))
+  console.log(head)
+  console.log('-'.repeat(head.length))
+}
+
+export function printRow<R>(columns: Column<R>[], row: R): void {
+  console.log(tableLine(columns, columns.map((c) => c.cell(row))))
+}
+
+// ---------------------------------------------------------------- machine and results
+
+export interface Machine {
+  cores: number
+  availableParallelism: number
+  cpuModel: string
+  totalMemoryMiB: number
+  node: string
+  platform: string
+}
+
+/** The machine and node; `versions` (of what else a bench depends on) follow node's. */
+export function machineInfo<V extends Record<string, string>>(versions: V): Machine & V {
+  const cpus = os.cpus()
+  return {
+    cores: cpus.length,
+    availableParallelism: os.availableParallelism(),
+    cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+    totalMemoryMiB: Math.round(os.totalmem() / 2 ** 20),
+    node: process.version,
+    ...versions,
+    platform: `${process.platform} ${os.release()} ${process.arch}`,
+  }
+}
+
+export function describeMachine(machine: Machine): string {
+  return `machine: ${machine.cores} cores (${machine.cpuModel}), available parallelism ${machine.availableParallelism}, ${machine.totalMemoryMiB} MiB`
+}
+
+/** 1, 5 and 15 minute load averages, two decimals: other work on the machine skews every number. */
+export function loadAverage(): number[] {
+  return os.loadavg().map((n) => Number(n.toFixed(2)))
+}
+
+/** Writes the results as JSON and says where. */
+export function writeResults(path: string, result: object): void {
+  mkdirSync(dirname(path), { recursive: true })
+  writeFileSync(path, JSON.stringify(result, null, 2) + '\n')
+  console.log(`\nwrote ${relative(process.cwd(), path) || path}`)
+}
