@@ -23,12 +23,24 @@ const brokerOption = () =>
   new Option('-b, --broker <url>', 'broker URL (env TOOLBRIDGE_BROKER); default: the embedded broker')
 const invokerOption = () =>
   new Option('--invoker <kind>', 'where functions run (env TOOLBRIDGE_INVOKER)').choices(INVOKERS)
+const lambdaEndpointOption = () =>
+  new Option(
+    '--lambda-endpoint <url>',
+    'with --invoker lambda: the Lambda API to call, e.g. http://localhost:3002 for serverless-offline (env TOOLBRIDGE_LAMBDA_ENDPOINT); default: AWS, with the standard credential chain',
+  )
+const lambdaRetryWindowOption = () =>
+  new Option(
+    '--lambda-retry-window <seconds>',
+    'with --invoker lambda: how long throttled or failing calls are retried before answering with an error (env TOOLBRIDGE_LAMBDA_RETRY_WINDOW; default 60)',
+  )
 
 program
   .command('start')
   .description('serve every tool service in serverless.yml')
   .addOption(brokerOption())
   .addOption(invokerOption())
+  .addOption(lambdaEndpointOption())
+  .addOption(lambdaRetryWindowOption())
   .option('-p, --port <port>', `HTTP port for /tools, or "off" (env TOOLBRIDGE_PORT); default: ${EMBEDDED_DEFAULT_PORT} on the embedded broker, off otherwise`)
   .option('--host <host>', 'HTTP listen address (env TOOLBRIDGE_HOST)', undefined)
   .option('--drain-timeout <seconds>', 'on SIGINT/SIGTERM, how long to finish requests in flight')
@@ -39,7 +51,8 @@ program
     const logger = createLogger(settings.logLevel)
     const runtime = await startRuntime(project, settings, { logger })
     const where = settings.broker === undefined ? 'the embedded broker' : redact(settings.broker)
-    console.log(`toolbridge: serving on ${where} with the ${settings.invoker} invoker`)
+    const lambdaAt = settings.invoker === 'lambda' ? ` at ${settings.lambda.endpoint ?? 'AWS'}` : ''
+    console.log(`toolbridge: serving on ${where} with the ${settings.invoker} invoker${lambdaAt}`)
     for (const spec of project.services) {
       const tools = spec.tools.map((t) => t.name).join(', ')
       console.log(`  ${spec.id} (${spec.response}, concurrency ${spec.concurrency}): ${spec.requestQueue} -> ${spec.responseQueue}  tools: ${tools}`)
@@ -77,6 +90,8 @@ program
   .option('--timeout <seconds>', 'how long to wait for the answer', '600')
   .addOption(brokerOption())
   .addOption(invokerOption())
+  .addOption(lambdaEndpointOption())
+  .addOption(lambdaRetryWindowOption())
   .action(async (toolName: string, flags: SettingFlags & { arg: string[]; args?: string; user?: string; stream?: boolean; timeout: string }) => {
     const project = loadProject(program.opts().config)
     const spec = project.services.find((s) => s.tools.some((t) => t.name === toolName))

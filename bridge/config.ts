@@ -8,7 +8,9 @@ import { parse as parseYaml, YAMLParseError } from 'yaml'
 import { ConfigError, readToolServices, type ToolServiceSpec } from '../shared/descriptors.ts'
 import { LOG_LEVELS, type LogLevel } from './logger.ts'
 
-export const INVOKERS = ['local', 'in-process'] as const
+/** Invokers that run handlers on this machine, from their `handler:` files. */
+export const LOCAL_INVOKERS = ['local', 'in-process'] as const
+export const INVOKERS = [...LOCAL_INVOKERS, 'lambda'] as const
 export type InvokerKind = (typeof INVOKERS)[number]
 
 export interface Project {
@@ -48,6 +50,19 @@ export interface Settings {
   invoker: InvokerKind
   drainTimeoutMs: number
   logLevel: LogLevel
+  lambda: LambdaSettings
+}
+
+/** How the `lambda` invoker reaches Lambda. */
+export interface LambdaSettings {
+  /** The Lambda API, e.g. serverless-offline's `http://localhost:3002`; undefined: AWS's own endpoint. */
+  endpoint: string | undefined
+  /** undefined: the SDK's own lookup (AWS_REGION, then the shared config file). */
+  region: string | undefined
+  /** Fixed dummy credentials (a local endpoint ignores them); otherwise the SDK's standard credential chain. */
+  dummyCredentials: boolean
+  /** How long throttled (429) and failing (5xx) calls are retried before the request gets an error response. */
+  retryWindowMs: number
 }
 
 export interface SettingFlags {
@@ -57,6 +72,8 @@ export interface SettingFlags {
   invoker?: string
   drainTimeout?: string
   logLevel?: string
+  lambdaEndpoint?: string
+  lambdaRetryWindow?: string
 }
 
 type Env = Record<string, string | undefined>
@@ -74,6 +91,34 @@ function integer(flag: string, value: string, min: number, max: number): number 
   return n
 }
 
+function httpUrl(flag: string, value: string): string {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new ConfigError(flag, `"${value}" is not a URL, e.g. http://localhost:3002`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(flag, `"${value}" must be an http:// or https:// URL`)
+  return value
+}
+
+export const DEFAULT_LAMBDA_RETRY_WINDOW_SECONDS = 60
+
+function resolveLambdaSettings(flags: SettingFlags, env: Env): LambdaSettings {
+  const endpointValue = flags.lambdaEndpoint ?? (env.TOOLBRIDGE_LAMBDA_ENDPOINT || undefined)
+  const endpoint = endpointValue === undefined ? undefined : httpUrl('--lambda-endpoint', endpointValue)
+  const window = flags.lambdaRetryWindow ?? env.TOOLBRIDGE_LAMBDA_RETRY_WINDOW
+  // A local endpoint (serverless-offline) needs no real credentials: don't make the SDK look for them.
+  const dummyCredentials = endpoint !== undefined && !env.AWS_ACCESS_KEY_ID && !env.AWS_PROFILE
+  return {
+    endpoint,
+    region: env.AWS_REGION || env.AWS_DEFAULT_REGION || (dummyCredentials ? 'us-east-1' : undefined),
+    dummyCredentials,
+    retryWindowMs:
+      window === undefined ? DEFAULT_LAMBDA_RETRY_WINDOW_SECONDS * 1000 : integer('--lambda-retry-window', window, 0, 7200) * 1000,
+  }
+}
+
 /** Flags win over the environment (TOOLBRIDGE_BROKER, TOOLBRIDGE_PORT, ...), which wins over defaults. */
 export function resolveSettings(flags: SettingFlags, env: Env = process.env): Settings {
   const broker = flags.broker ?? (env.TOOLBRIDGE_BROKER || undefined)
@@ -87,5 +132,6 @@ export function resolveSettings(flags: SettingFlags, env: Env = process.env): Se
     invoker: oneOf('--invoker', flags.invoker ?? env.TOOLBRIDGE_INVOKER ?? 'local', INVOKERS),
     drainTimeoutMs: drain === undefined ? 30_000 : integer('--drain-timeout', drain, 0, 3600) * 1000,
     logLevel: oneOf('--log-level', flags.logLevel ?? env.TOOLBRIDGE_LOG_LEVEL ?? 'info', LOG_LEVELS),
+    lambda: resolveLambdaSettings(flags, env),
   }
 }

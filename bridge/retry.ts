@@ -10,6 +10,9 @@
  * such as a socket error, is retried until `retries` runs out; then the
  * retrier rejects with a RetriesExhaustedError holding the last error as
  * `cause`.
+ *
+ * An error that carries `retryAfterMs` (a server's Retry-After, such as
+ * Lambda's `retryAfterSeconds`) makes the next wait at least that long.
  */
 import { isToolbridgeError, ToolbridgeError } from '../shared/errors.ts'
 
@@ -74,6 +77,13 @@ export function isRetriable(error: unknown): boolean {
   return true
 }
 
+/** The wait a failed attempt asked for (its `retryAfterMs`), or 0. */
+export function retryAfterMs(error: unknown): number {
+  if (typeof error !== 'object' || error === null || !('retryAfterMs' in error)) return 0
+  const ms = error.retryAfterMs
+  return typeof ms === 'number' && ms > 0 ? ms : 0
+}
+
 /** A wait of `retryTime` ± `factor`, as kafkajs draws it. */
 const jitter = (factor: number, retryTime: number): number => {
   const delta = factor * retryTime
@@ -106,8 +116,9 @@ export function createRetry(options: RetryOptions = {}): Retrier {
         if (bailed) throw bailed.error
         if (!isRetriable(error)) throw error
         if (retryCount >= config.retries) throw new RetriesExhaustedError(error, retryCount, retryTime)
-        onRetry?.(error, retryCount, retryTime)
-        await wait(retryTime, signal)
+        const waitMs = Math.max(retryTime, retryAfterMs(error))
+        onRetry?.(error, retryCount, waitMs)
+        await wait(waitMs, signal)
         retryTime = nextRetryTime(config, retryTime)
       }
     }

@@ -7,6 +7,7 @@ import { createBridge, type Bridge } from './bridge.ts'
 import { startGateway, type Gateway } from './gateway.ts'
 import { InProcessInvoker } from './invokers/in-process.ts'
 import type { Invoker } from './invokers/invoker.ts'
+import { LambdaInvoker } from './invokers/lambda.ts'
 import { WorkerThreadInvoker } from './invokers/local.ts'
 import { silentLogger, type Logger } from './logger.ts'
 import { createTransport } from './transports/index.ts'
@@ -22,8 +23,15 @@ export interface Runtime {
   stop(): Promise<void>
 }
 
-export function createInvoker(kind: Settings['invoker'], baseDir: string): Invoker {
-  return kind === 'in-process' ? new InProcessInvoker(baseDir) : new WorkerThreadInvoker(baseDir)
+export function createInvoker(settings: Pick<Settings, 'invoker' | 'lambda'>, baseDir: string, logger: Logger = silentLogger): Invoker {
+  switch (settings.invoker) {
+    case 'in-process':
+      return new InProcessInvoker(baseDir)
+    case 'local':
+      return new WorkerThreadInvoker(baseDir)
+    case 'lambda':
+      return new LambdaInvoker({ ...settings.lambda, logger })
+  }
 }
 
 export async function startRuntime(
@@ -36,7 +44,7 @@ export async function startRuntime(
   const transport = createTransport(settings.broker, memoryBroker, { logger })
   const bridge = createBridge({
     transport,
-    invoker: createInvoker(settings.invoker, project.baseDir),
+    invoker: createInvoker(settings, project.baseDir, logger),
     services: project.services,
     logger,
     drainTimeoutMs: settings.drainTimeoutMs,

@@ -32,6 +32,8 @@ export interface ToolServiceSpec {
   functionName: string
   /** `handler:` of the function (`path/to/file.export`), when it has one. */
   handler: string | undefined
+  /** Its deployed Lambda name: `name:` if set, else `<service>-<stage>-<key>` as the Serverless Framework names it. */
+  lambdaName: string
   id: string
   /** The topic queues were generated from, if they were. */
   topic: string | undefined
@@ -77,7 +79,8 @@ interface ToolBlock {
   arguments?: { name: string; type: ArgumentType; description: string; required?: boolean }[]
 }
 
-const validateToolService = new Ajv({ strict: true, allErrors: true, allowUnionTypes: true }).compile<ToolServiceBlock>(toolServiceSchema)
+// As strict as osls, which compiles the same schema for `sls` (no union types); verbose for anyOf messages.
+const validateToolService = new Ajv({ strict: true, allErrors: true, verbose: true }).compile<ToolServiceBlock>(toolServiceSchema)
 
 /** `/tools/0/name` -> `.tools[0].name` */
 const jsonPointerToPath = (pointer: string): string =>
@@ -101,6 +104,12 @@ function schemaMessage(error: ErrorObject): string {
       return 'may only contain letters, digits, ".", "_" and "-"'
     case 'oneOf':
       return 'must be a name or {name, required}'
+    case 'anyOf': {
+      // `[{type: 'string'}, {type: 'number'}, {type: 'boolean'}]` -> "must be a string, number or boolean"
+      const types = (error.schema as { type?: string }[]).map((branch) => branch.type)
+      if (types.some((t) => t === undefined)) return 'is invalid'
+      return `must be a ${types.length > 1 ? `${types.slice(0, -1).join(', ')} or ${types.at(-1)}` : types[0]}`
+    }
     default:
       return error.message ?? 'is invalid'
   }
@@ -114,22 +123,44 @@ export function readToolServices(serverless: unknown): ToolServiceSpec[] {
   // Lambda's own timeout: the function's, else the provider's.
   const provider = isRecord(serverless.provider) ? serverless.provider : {}
   const providerTimeout = typeof provider.timeout === 'number' ? provider.timeout : undefined
+  const namePrefix = lambdaNamePrefix(serverless.service, provider.stage)
   const specs: ToolServiceSpec[] = []
   for (const [functionName, fn] of Object.entries(functions)) {
     if (!isRecord(fn) || fn.toolService === undefined) continue
-    specs.push(readToolService(functionName, fn, providerTimeout))
+    specs.push(readToolService(functionName, fn, providerTimeout, namePrefix))
   }
   checkUnique(specs)
   return specs
 }
 
-function readToolService(functionName: string, fn: Record<string, unknown>, providerTimeout: number | undefined): ToolServiceSpec {
+/**
+ * `<service>-<stage>-`, the prefix of the Serverless Framework's default function names (stage
+ * `dev` unless `provider.stage` says otherwise); '' without a service name. Variables such as
+ * `${opt:stage}` are not resolved.
+ */
+function lambdaNamePrefix(service: unknown, stage: unknown): string {
+  const name = isRecord(service) ? service.name : service // `service: {name}` is the old spelling
+  if (typeof name !== 'string' || name === '') return ''
+  return `${name}-${typeof stage === 'string' && stage !== '' ? stage : 'dev'}-`
+}
+
+function readToolService(
+  functionName: string,
+  fn: Record<string, unknown>,
+  providerTimeout: number | undefined,
+  namePrefix: string,
+): ToolServiceSpec {
   const base = `functions.${functionName}.toolService`
   const block = fn.toolService
   if (!validateToolService(block)) {
     // A typo hides a required field too: name the unknown field, the more telling of the two.
+    // A failed oneOf/anyOf says more than the errors of its branches.
     const errors = validateToolService.errors!
-    const error = errors.find((e) => e.keyword === 'additionalProperties') ?? errors[0]!
+    const first = errors[0]!
+    const error =
+      errors.find((e) => e.keyword === 'additionalProperties') ??
+      errors.find((e) => (e.keyword === 'anyOf' || e.keyword === 'oneOf') && first.schemaPath.startsWith(`${e.schemaPath}/`)) ??
+      first
     throw new ConfigError(base + jsonPointerToPath(error.instancePath), schemaMessage(error))
   }
   const configParams: ConfigParam[] = (block.configParams ?? []).map((p) =>
@@ -146,6 +177,7 @@ function readToolService(functionName: string, fn: Record<string, unknown>, prov
   return {
     functionName,
     handler: typeof fn.handler === 'string' ? fn.handler : undefined,
+    lambdaName: typeof fn.name === 'string' && fn.name !== '' ? fn.name : namePrefix + functionName,
     id: block.id,
     topic: block.topic,
     requestQueue,

@@ -11,12 +11,16 @@
  *   },
  * })
  *
- * To stream, make `handler` an async generator: each yielded string is a
- * chunk (SPEC §6). The result works under middy: `middy(handler).use(...)`.
+ * To stream, make `handler` return an async iterable (an async generator):
+ * each yielded string is a chunk (SPEC §6). On AWS Lambda, wrap it in
+ * `lambdaStreaming()` as well. The result works under middy:
+ * `middy(handler).use(...)`.
  */
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import { checkArguments, type ArgumentRule } from './arguments.ts'
 import { ToolbridgeError } from './errors.ts'
-import { decodeEnvelope } from './protocol.ts'
+import { decodeEnvelope, resultText } from './protocol.ts'
 import type { ArgumentType } from './tool-service-schema.ts'
 
 export interface FieldDeclaration {
@@ -120,3 +124,60 @@ export function defineToolService<C extends Declarations = {}, A extends Declara
 /** True for what a handler returns when it streams. */
 export const isChunkStream = (value: unknown): value is AsyncIterable<unknown> =>
   typeof value === 'object' && value !== null && Symbol.asyncIterator in value
+
+/** The part of the Lambda Node.js runtime's `awslambda` global that response streaming uses. */
+interface AwsLambdaGlobal {
+  awslambda?: {
+    streamifyResponse?: (handler: (event: unknown, responseStream: unknown, context: unknown) => Promise<unknown>) => unknown
+  }
+}
+
+/**
+ * Makes a handler stream on AWS Lambda (response streaming, what the
+ * bridge's `InvokeWithResponseStream` reads): wrapped in
+ * `awslambda.streamifyResponse`, each chunk it yields is written to the
+ * response stream as it comes (a plain result is written whole), and an
+ * error it throws, before or mid-stream, fails the invocation. Where there is
+ * no `awslambda` global (in process, worker threads) the handler is returned
+ * as it is. serverless-offline has the global but calls every handler as
+ * `(event, context)`: then the chunks are joined and returned as one string.
+ *
+ * @example
+ * export const handler = lambdaStreaming(defineToolService({
+ *   async handler({ arguments: args }) {
+ *     return (async function* () { yield 'Once upon a time, '; yield `${args.hero}...` })()
+ *   },
+ * }))
+ */
+export function lambdaStreaming<H extends (event: unknown, context: never) => unknown>(handler: H): H {
+  const streamify = (globalThis as AwsLambdaGlobal).awslambda?.streamifyResponse
+  if (!streamify) return handler
+  const streaming = streamify(async (event, responseStream, context) => {
+    if (!isWritable(responseStream)) {
+      // Called as a plain handler, `(event, context)`, by a runtime that ignores the streaming mark.
+      let text = ''
+      for await (const chunk of chunkTexts(await handler(event, responseStream as never))) text += chunk
+      return text
+    }
+    const result = await handler(event, context as never)
+    // pipeline: backpressure, and on an error the response stream is destroyed with it.
+    await pipeline(Readable.from(chunkTexts(result)), responseStream)
+    return undefined
+  })
+  return streaming as H
+}
+
+const isWritable = (value: unknown): value is NodeJS.WritableStream =>
+  typeof value === 'object' && value !== null && typeof (value as NodeJS.WritableStream).write === 'function'
+
+async function* chunkTexts(result: unknown): AsyncGenerator<string> {
+  if (!isChunkStream(result)) {
+    const text = resultText(result)
+    if (text !== '') yield text
+    return
+  }
+  for await (const chunk of result) {
+    const text = resultText(chunk)
+    if (text !== '') yield text
+  }
+}

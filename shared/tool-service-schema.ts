@@ -1,7 +1,13 @@
 /**
  * JSON Schema of a function's `toolService:` block in serverless.yml. The
- * bridge validates with it, and the Serverless Framework plugin declares the
- * same schema so `sls` validates it too.
+ * bridge validates with it, and the Serverless Framework plugin
+ * (serverless-plugin/tool-service.ts) declares this same object so `sls`
+ * validates it too.
+ *
+ * osls compiles plugin schemas with Ajv in strict mode and without
+ * `allowUnionTypes`: no `type: [...]` here (use `anyOf`), or every `sls`
+ * command fails with SCHEMA_FAILS_STRICT_MODE. The bridge compiles it with the
+ * same strictness, so the unit tests catch that first.
  */
 export const ARGUMENT_TYPES = ['string', 'number', 'integer', 'boolean', 'object', 'array'] as const
 export type ArgumentType = (typeof ARGUMENT_TYPES)[number]
@@ -49,7 +55,7 @@ export const toolServiceSchema = {
           description: { type: 'string', minLength: 1 },
           config: {
             type: 'object',
-            additionalProperties: { type: ['string', 'number', 'boolean'] },
+            additionalProperties: { anyOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] },
           },
           arguments: {
             type: 'array',

@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { ToolServiceSpec } from '../shared/descriptors.ts'
 import { decodeResponse, encodeRequest, ID_PROPERTY, UNKNOWN_ID, type ToolResponse } from '../shared/protocol.ts'
 import { RequestClient, ToolCallError, type CallOptions, type ToolCall } from '../bridge/client.ts'
-import { INVOKERS, loadProject, resolveSettings, type InvokerKind, type Project, type Settings } from '../bridge/config.ts'
+import { LOCAL_INVOKERS, loadProject, resolveSettings, type InvokerKind, type Project, type Settings } from '../bridge/config.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { MEMORY_MAX_MESSAGE_BYTES, MemoryBroker, MemoryTransport } from '../bridge/transports/memory.ts'
 import type { Consumer, Delivery, Transport } from '../bridge/transports/transport.ts'
@@ -152,7 +152,7 @@ const callError = (promise: Promise<unknown>) =>
 
 const STACK_LINE = /^\s*at /m
 
-describe.each(INVOKERS)('the bridge with the %s invoker', (invoker) => {
+describe.each(LOCAL_INVOKERS)('the bridge with the %s invoker', (invoker) => {
   /** Worker threads can be terminated; the in-process invoker cannot survive a blocked loop or process.exit. */
   const isolated = invoker === 'local'
   const faults = new Harness(loadProject(FAULTS_YML))

@@ -114,6 +114,7 @@ describe('readToolServices', () => {
     expect(spec).toStrictEqual({
       functionName: 'joke',
       handler: 'functions/joke/handler.handler',
+      lambdaName: 'joke',
       id: 'joke-service',
       topic: 'joke',
       requestQueue: 'request:tg:joke',
@@ -243,6 +244,18 @@ describe('readToolServices errors name the exact path', () => {
     expect(configError(p).message).toBe(
       'functions.joke.toolService.tools[0].arguments[0].type: must be one of "string", "number", "integer", "boolean", "object", "array"',
     )
+  })
+
+  it('names a tool config value that is not a string, number or boolean', () => {
+    const p = project()
+    joke(p).tools[0].config.style = ['pun']
+    expect(configError(p).message).toBe('functions.joke.toolService.tools[0].config.style: must be a string, number or boolean')
+  })
+
+  it('names a config param that is neither a name nor {name, required}', () => {
+    const p = project()
+    joke(p).configParams = [42]
+    expect(configError(p).message).toBe('functions.joke.toolService.configParams[0]: must be a name or {name, required}')
   })
 
   it('names a bad response mode', () => {

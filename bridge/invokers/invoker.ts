@@ -5,6 +5,7 @@
 import type { ErrorKind } from '../../shared/errors.ts'
 import { BAD_REQUEST_ERROR, INVALID_ARGUMENTS_ERROR, MISSING_CONFIG_ERROR } from '../../shared/handler.ts'
 import type { ToolRequest } from '../../shared/protocol.ts'
+import type { ResponseMode } from '../../shared/tool-service-schema.ts'
 
 /** Which function to call and how long it may run. */
 export interface FunctionTarget {
@@ -12,6 +13,10 @@ export interface FunctionTarget {
   functionName: string
   /** `path/to/module.export`, relative to serverless.yml. */
   handler: string | undefined
+  /** The deployed function's name on Lambda (or serverless-offline). */
+  lambdaName: string
+  /** `stream`: the function's chunks are wanted as they come (on Lambda, InvokeWithResponseStream). */
+  response: ResponseMode
   timeoutMs: number
   /** Upper bound on simultaneous invocations of this function. */
   concurrency: number

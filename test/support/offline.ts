@@ -1,0 +1,98 @@
+/**
+ * serverless-offline for the integration tests: the real one of node_modules
+ * (npm ci installs it, so these tests never skip), started as `npm run
+ * offline` starts it (scripts/sls.ts: same environment, nothing reaches the
+ * network), with the functions bundled by serverless-esbuild into .esbuild/.
+ * Ready when it logs that the Lambda API listens; stopped by killing its
+ * process group. If it cannot start, the error carries its output.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { connect as netConnect } from 'node:net'
+import { cleanBuildOutputs, ROOT, SLS_BIN, slsEnvironment } from '../../scripts/sls.ts'
+
+export const LAMBDA_PORT = 3002
+const HOST = '127.0.0.1'
+/** A fail-safe for a hung start, not a limit on how fast it must be (it takes a few seconds). */
+const STARTUP_TIMEOUT_MS = 90_000
+const STOP_TIMEOUT_MS = 10_000
+
+export interface Offline {
+  /** The Lambda API: `${endpoint}/2015-03-31/functions/<name>/invocations`. */
+  endpoint: string
+  /** From spawning `sls` until the Lambda API listened (bundling included). */
+  startupMs: number
+  /** Everything it printed so far. */
+  output(): string
+  stop(): Promise<void>
+}
+
+function portAnswers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = netConnect({ host: HOST, port })
+    socket.once('connect', () => (socket.destroy(), resolve(true)))
+    socket.once('error', () => resolve(false))
+  })
+}
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, signal)
+  } catch {
+    // already gone
+  }
+}
+
+/** Starts `sls offline start` with the Lambda API on `port`; rejects with its output if it cannot. */
+export async function startOffline(port = LAMBDA_PORT): Promise<Offline> {
+  if (await portAnswers(port)) {
+    throw new Error(`cannot start serverless-offline: port ${port} is already in use (is \`npm run offline\` running?)`)
+  }
+  await cleanBuildOutputs('offline')
+  const started = performance.now()
+  const child = spawn(SLS_BIN, ['offline', 'start', '--lambdaPort', String(port), '--host', HOST], {
+    cwd: ROOT,
+    env: slsEnvironment(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true, // its own process group: sls, its worker threads and esbuild's service go together
+  })
+  let output = ''
+  const exited = new Promise<string>((resolve) => {
+    child.once('error', (err) => resolve(`could not run ${SLS_BIN}: ${err.message}`))
+    child.once('exit', (code, signal) => resolve(`exited with ${signal ?? `code ${code}`}`))
+  })
+  const listening = `listening on http://${HOST}:${port}`
+  const ready = new Promise<void>((resolve) => {
+    const onData = (data: Buffer) => {
+      output += data.toString()
+      if (output.includes(listening)) resolve()
+    }
+    child.stdout!.on('data', onData)
+    child.stderr!.on('data', onData)
+  })
+  let timer: NodeJS.Timeout | undefined
+  const timedOut = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve(`did not listen within ${STARTUP_TIMEOUT_MS} ms`), STARTUP_TIMEOUT_MS)
+  })
+  const failure = await Promise.race([ready.then(() => undefined), exited, timedOut])
+  clearTimeout(timer)
+  if (failure !== undefined) {
+    killGroup(child, 'SIGKILL')
+    throw new Error(`serverless-offline ${failure}; its output:\n${output || '(none)'}`)
+  }
+  const startupMs = performance.now() - started
+
+  return {
+    endpoint: `http://${HOST}:${port}`,
+    startupMs,
+    output: () => output,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      // SIGTERM ends it at once (SIGINT takes ~2 s and leaves .esbuild/ all the same).
+      killGroup(child, 'SIGTERM')
+      const kill = setTimeout(() => killGroup(child, 'SIGKILL'), STOP_TIMEOUT_MS)
+      await exited
+      clearTimeout(kill)
+      await cleanBuildOutputs('offline')
+    },
+  }
+}
