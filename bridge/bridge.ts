@@ -85,7 +85,9 @@ export function createBridge(options: BridgeOptions): Bridge {
     )
     try {
       // Once given back (drain timeout), another consumer answers it: publish nothing more.
-      const outcome = await evaluate(served, delivery, (text) => settled || responder.chunk(text))
+      const outcome = await evaluate(served, delivery, (text) => {
+        if (!settled) responder.chunk(text)
+      })
       if (settled) return
       if (!outcome.ok) logger.warn({ service: spec.id, id, kind: outcome.kind }, outcome.message)
       await responder.finish(outcome)

@@ -38,6 +38,7 @@ export class ToolCallTimeoutError extends Error {
 
 interface Pending {
   id: string
+  slot: number
   chunks: string[]
   onChunk: ((text: string) => void) | undefined
   resolve(text: string): void
@@ -98,6 +99,7 @@ export class RequestClient {
       )
       this.slots[slot] = {
         id,
+        slot,
         chunks: [],
         onChunk: options.onChunk,
         resolve: (text) => (clearTimeout(timer), resolve(text)),
@@ -124,9 +126,8 @@ export class RequestClient {
   private settle(id: string, result: string | Error): void {
     const pending = this.lookup(id)
     if (!pending) return
-    const slot = Number.parseInt(id.slice(this.prefix.length), 10)
-    this.slots[slot] = undefined
-    this.freeSlots.push(slot)
+    this.slots[pending.slot] = undefined
+    this.freeSlots.push(pending.slot)
     if (typeof result === 'string') pending.resolve(result)
     else pending.reject(result)
   }
