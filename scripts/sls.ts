@@ -20,16 +20,27 @@ import { fileURLToPath } from 'node:url'
 /** The clone: where serverless.yml is. */
 export const ROOT = fileURLToPath(new URL('..', import.meta.url))
 export const SLS_BIN = join(ROOT, 'node_modules', '.bin', 'sls')
-/** serverless-esbuild's work folder and the packaging output. */
-export const ESBUILD_DIR = join(ROOT, '.esbuild')
-export const PACKAGE_DIR = join(ROOT, '.serverless')
+/** Where one run of sls builds, relative to ROOT: serverless-esbuild's work folder and the packaging output. */
+export interface BuildDirs {
+  workFolder: string
+  packageDir: string
+}
+/** What `npm run offline` and `npm run package` use. */
+export const DEFAULT_BUILD: BuildDirs = { workFolder: '.esbuild', packageDir: '.serverless' }
+export const PACKAGE_DIR = join(ROOT, DEFAULT_BUILD.packageDir)
+/** Runs of their own (tests side by side) build under here, so that none deletes another's bundles. */
+export const ISOLATED_BUILDS_DIR = '.sls-runs'
+export const isolatedBuild = (name: string): BuildDirs => ({
+  workFolder: `${ISOLATED_BUILDS_DIR}/${name}/esbuild`,
+  packageDir: `${ISOLATED_BUILDS_DIR}/${name}/serverless`,
+})
 /** osls caches its compiled config validators here instead of ~/.serverless (git-ignored). */
 export const SCHEMA_CACHE_DIR = join(ROOT, '.cache', 'serverless')
 
 const AWS_CREDENTIAL_SOURCES = ['AWS_PROFILE', 'AWS_DEFAULT_PROFILE', 'AWS_SESSION_TOKEN', 'AWS_CONTAINER_CREDENTIALS_FULL_URI', 'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI', 'AWS_WEB_IDENTITY_TOKEN_FILE']
 
 /** `base` plus what keeps osls, its plugins and the AWS SDK off the network. */
-export function slsEnvironment(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+export function slsEnvironment(base: NodeJS.ProcessEnv = process.env, build: BuildDirs = DEFAULT_BUILD): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base }
   // Neither offline nor package needs AWS: dummy credentials, so real ones are never used and
   // the SDK's credential chain never falls through to a profile, a container or a web identity.
@@ -37,6 +48,8 @@ export function slsEnvironment(base: NodeJS.ProcessEnv = process.env): NodeJS.Pr
   return {
     ...env,
     SLS_SCHEMA_CACHE_BASE_DIR: SCHEMA_CACHE_DIR,
+    // serverless.yml reads serverless-esbuild's work folder from here.
+    TOOLBRIDGE_ESBUILD_DIR: build.workFolder,
     // The last link of the chain: EC2 instance metadata at 169.254.169.254.
     AWS_EC2_METADATA_DISABLED: 'true',
     AWS_ACCESS_KEY_ID: 'toolbridge-offline',
@@ -48,9 +61,9 @@ export function slsEnvironment(base: NodeJS.ProcessEnv = process.env): NodeJS.Pr
 }
 
 /** Deletes serverless-esbuild's work folder, and the packaging output before `package`. */
-export async function cleanBuildOutputs(command: string | undefined): Promise<void> {
-  await rm(ESBUILD_DIR, { recursive: true, force: true })
-  if (command === 'package') await rm(PACKAGE_DIR, { recursive: true, force: true })
+export async function cleanBuildOutputs(command: string | undefined, build: BuildDirs = DEFAULT_BUILD): Promise<void> {
+  await rm(join(ROOT, build.workFolder), { recursive: true, force: true })
+  if (command === 'package') await rm(join(ROOT, build.packageDir), { recursive: true, force: true })
 }
 
 async function main(args: string[]): Promise<void> {

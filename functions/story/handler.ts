@@ -1,9 +1,11 @@
 /**
  * story-service: streams a short story one sentence at a time, to show a
  * tool that answers in chunks (an async generator is a streaming handler).
+ * `lambdaStreaming` makes it stream on AWS Lambda too (response streaming);
+ * in process and under serverless-offline it changes nothing the bridge sees.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
-import { defineToolService } from '../../shared/handler.ts'
+import { defineToolService, lambdaStreaming } from '../../shared/handler.ts'
 
 function* sentences(hero: string, place: string, length: number): Generator<string> {
   const beats = [
@@ -19,22 +21,24 @@ function* sentences(hero: string, place: string, length: number): Generator<stri
   for (let i = 0; i < length; i++) yield beats[i % beats.length]!
 }
 
-export const handler = defineToolService({
-  config: { pace: { type: 'integer', default: 0 } }, // milliseconds between sentences
-  arguments: {
-    hero: { type: 'string', required: true },
-    place: { type: 'string', default: 'a small town by the sea' },
-    sentences: { type: 'integer', default: 5 },
-  },
-  async handler({ config, arguments: args }) {
-    if (args.sentences < 1 || args.sentences > 100) throw new Error('"sentences" must be between 1 and 100')
-    return (async function* () {
-      let first = true
-      for (const sentence of sentences(args.hero, args.place, args.sentences)) {
-        if (!first && config.pace > 0) await sleep(config.pace)
-        yield (first ? '' : ' ') + sentence
-        first = false
-      }
-    })()
-  },
-})
+export const handler = lambdaStreaming(
+  defineToolService({
+    config: { pace: { type: 'integer', default: 0 } }, // milliseconds between sentences
+    arguments: {
+      hero: { type: 'string', required: true },
+      place: { type: 'string', default: 'a small town by the sea' },
+      sentences: { type: 'integer', default: 5 },
+    },
+    async handler({ config, arguments: args }) {
+      if (args.sentences < 1 || args.sentences > 100) throw new Error('"sentences" must be between 1 and 100')
+      return (async function* () {
+        let first = true
+        for (const sentence of sentences(args.hero, args.place, args.sentences)) {
+          if (!first && config.pace > 0) await sleep(config.pace)
+          yield (first ? '' : ' ') + sentence
+          first = false
+        }
+      })()
+    },
+  }),
+)

@@ -31,6 +31,8 @@ export interface LambdaCall {
 
 /** A step of a response stream: a chunk to send, or something to wait for before the next one. */
 export type StreamStep = string | Uint8Array | (() => Promise<void>)
+/** A stream's steps, listed in advance or produced as a function runs. */
+export type StreamSteps = Iterable<StreamStep> | AsyncIterable<StreamStep>
 
 export type Reply =
   /** 200 with this payload (already JSON, as Lambda sends it); with `functionError`, a function error. */
@@ -44,7 +46,7 @@ export type Reply =
   /** Never answers (until the server closes). */
   | { type: 'hang' }
   /** An event stream: PayloadChunks for each chunk, then InvokeComplete (with `error`, a failed one). */
-  | { type: 'stream'; steps: StreamStep[]; error?: { code: string; details?: string }; complete?: boolean }
+  | { type: 'stream'; steps: StreamSteps; error?: { code: string; details?: string }; complete?: boolean }
 
 /** Builders for the replies tests use most. */
 export const reply = {
@@ -69,7 +71,7 @@ export const reply = {
   stream: (steps: StreamStep[], error?: { code: string; details?: string }): Reply => ({ type: 'stream', steps, error }),
 }
 
-export type Script = (call: LambdaCall, callIndex: number) => Reply
+export type Script = (call: LambdaCall, callIndex: number) => Reply | Promise<Reply>
 
 const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/
 const STREAM_PATH = /^\/2021-11-15\/functions\/([^/]+)\/response-streaming-invocations$/
@@ -158,7 +160,7 @@ export class FakeLambda {
       res.end(JSON.stringify({ Type: 'User', Message: `Function not found: arn:aws:lambda:us-east-1:000000000000:function:${functionName}` }))
       return
     }
-    await this.answer(script(call, index), res)
+    await this.answer(await script(call, index), res)
   }
 
   private async answer(r: Reply, res: ServerResponse): Promise<void> {
@@ -192,7 +194,7 @@ export class FakeLambda {
         return // closeAllConnections() ends it
       case 'stream': {
         res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amz-executed-version': '$LATEST' })
-        for (const step of r.steps) {
+        for await (const step of r.steps) {
           if (typeof step === 'function') {
             await step()
             continue
@@ -204,6 +206,7 @@ export class FakeLambda {
           res.socket?.destroy() // the stream breaks off without InvokeComplete
           return
         }
+        // Read after the steps: a function that fails mid-stream sets it as it runs (a getter).
         const complete = r.error ? { ErrorCode: r.error.code, ErrorDetails: r.error.details ?? '', LogResult: '' } : { LogResult: '' }
         res.end(eventFrame('InvokeComplete', 'application/json', fromUtf8(JSON.stringify(complete))))
         return

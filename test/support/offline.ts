@@ -6,11 +6,14 @@
  * Ready when it logs that the Lambda API listens; stopped by killing its
  * process group. If it cannot start, the error carries its output.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { connect as netConnect } from 'node:net'
-import { cleanBuildOutputs, ROOT, SLS_BIN, slsEnvironment } from '../../scripts/sls.ts'
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { promisify } from 'node:util'
+import { rm } from 'node:fs/promises'
+import { createServer, connect as netConnect, type AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { cleanBuildOutputs, isolatedBuild, ROOT, SLS_BIN, slsEnvironment } from '../../scripts/sls.ts'
 
-export const LAMBDA_PORT = 3002
+const run = promisify(execFile)
 const HOST = '127.0.0.1'
 /** A fail-safe for a hung start, not a limit on how fast it must be (it takes a few seconds). */
 const STARTUP_TIMEOUT_MS = 90_000
@@ -42,16 +45,37 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
-/** Starts `sls offline start` with the Lambda API on `port`; rejects with its output if it cannot. */
-export async function startOffline(port = LAMBDA_PORT): Promise<Offline> {
-  if (await portAnswers(port)) {
+/** A port nothing listens on now: the OS picks it. */
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, HOST, resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+let builds = 0
+/** A build folder of this process's own: test files run side by side, each with its own sls. */
+const nextBuild = (purpose: string) => isolatedBuild(`${purpose}-${process.pid}-${++builds}`)
+
+/**
+ * Starts `sls offline start` with the Lambda API on `port` (default: a free
+ * one, so that test files and a running `npm run offline` do not collide);
+ * rejects with its output if it cannot.
+ */
+export async function startOffline(port?: number): Promise<Offline> {
+  if (port !== undefined && (await portAnswers(port))) {
     throw new Error(`cannot start serverless-offline: port ${port} is already in use (is \`npm run offline\` running?)`)
   }
-  await cleanBuildOutputs('offline')
+  const lambdaPort = port ?? (await freePort())
+  const build = nextBuild('offline')
+  await cleanBuildOutputs('offline', build)
   const started = performance.now()
-  const child = spawn(SLS_BIN, ['offline', 'start', '--lambdaPort', String(port), '--host', HOST], {
+  // httpPort and websocketPort too: serverless-offline binds them whether or not a function has such events.
+  const ports = ['--lambdaPort', lambdaPort, '--httpPort', await freePort(), '--websocketPort', await freePort()].map(String)
+  const child = spawn(SLS_BIN, ['offline', 'start', ...ports, '--host', HOST], {
     cwd: ROOT,
-    env: slsEnvironment(),
+    env: slsEnvironment(process.env, build),
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // its own process group: sls, its worker threads and esbuild's service go together
   })
@@ -60,7 +84,7 @@ export async function startOffline(port = LAMBDA_PORT): Promise<Offline> {
     child.once('error', (err) => resolve(`could not run ${SLS_BIN}: ${err.message}`))
     child.once('exit', (code, signal) => resolve(`exited with ${signal ?? `code ${code}`}`))
   })
-  const listening = `listening on http://${HOST}:${port}`
+  const listening = `listening on http://${HOST}:${lambdaPort}`
   const ready = new Promise<void>((resolve) => {
     const onData = (data: Buffer) => {
       output += data.toString()
@@ -82,7 +106,7 @@ export async function startOffline(port = LAMBDA_PORT): Promise<Offline> {
   const startupMs = performance.now() - started
 
   return {
-    endpoint: `http://${HOST}:${port}`,
+    endpoint: `http://${HOST}:${lambdaPort}`,
     startupMs,
     output: () => output,
     async stop() {
@@ -92,7 +116,22 @@ export async function startOffline(port = LAMBDA_PORT): Promise<Offline> {
       const kill = setTimeout(() => killGroup(child, 'SIGKILL'), STOP_TIMEOUT_MS)
       await exited
       clearTimeout(kill)
-      await cleanBuildOutputs('offline')
+      await rm(join(ROOT, build.workFolder, '..'), { recursive: true, force: true })
     },
   }
+}
+
+export interface Packaged {
+  /** One zip per function, and the CloudFormation template. */
+  dir: string
+  remove(): Promise<void>
+}
+
+/** `sls package` into a folder of its own, as `npm run package` does into .serverless/. */
+export async function packageFunctions(): Promise<Packaged> {
+  const build = nextBuild('package')
+  await cleanBuildOutputs('package', build)
+  const dir = join(ROOT, build.packageDir)
+  await run(SLS_BIN, ['package', '--package', dir], { cwd: ROOT, env: slsEnvironment(process.env, build), timeout: 120_000 })
+  return { dir, remove: () => rm(join(dir, '..'), { recursive: true, force: true }) }
 }
