@@ -15,7 +15,38 @@ export type ArgumentType = (typeof ARGUMENT_TYPES)[number]
 export const RESPONSE_MODES = ['single', 'stream'] as const
 export type ResponseMode = (typeof RESPONSE_MODES)[number]
 
+/** What the function receives (bridge/event-shapes.ts): SPEC §3's envelope unless a service says otherwise. */
+export const EVENT_SHAPES = ['envelope', 'arguments', 'apigw-v1', 'apigw-v2', 'template'] as const
+export type EventShape = (typeof EVENT_SHAPES)[number]
+
+/** How a successful body becomes the answer: as it is, or parsed and pretty-printed JSON. */
+export const ANSWER_FORMATS = ['text', 'json'] as const
+export type AnswerFormat = (typeof ANSWER_FORMATS)[number]
+
+export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
+export type HttpMethod = (typeof HTTP_METHODS)[number]
+
+/** `{{arguments.city}}`, `{{config.units}}`, `{{user}}`, `{{arguments}}` in an `event: template`. */
+export const TEMPLATE_PLACEHOLDER = /\{\{\s*([^{}\s]+)\s*\}\}/g
+/** A placeholder's path: `user`, or `config`/`arguments` and optionally a dotted path into it. */
+export const TEMPLATE_PATH = /^(user|config|arguments)((?:\.[^.]+)*)$/
+
 const NAME = { type: 'string', minLength: 1, pattern: '^[A-Za-z0-9._-]+$' } as const
+const STRING_MAP = { type: 'object', additionalProperties: { type: 'string' } } as const
+
+/** The HTTP request an API Gateway event carries, built from the arguments. */
+const ROUTE = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    method: { enum: HTTP_METHODS },
+    /** `/items/{id}`: each `{name}` is that argument, URL-encoded. */
+    path: { type: 'string', pattern: '^/' },
+    /** Arguments sent in the query string; the rest go in a JSON body (none for GET and DELETE). */
+    query: { type: 'array', items: NAME },
+    headers: STRING_MAP,
+  },
+} as const
 
 export const toolServiceSchema = {
   type: 'object',
@@ -41,6 +72,11 @@ export const toolServiceSchema = {
       },
     },
     response: { enum: RESPONSE_MODES },
+    event: { enum: EVENT_SHAPES },
+    route: ROUTE,
+    /** For `event: template`: any JSON, with `{{arguments.x}}`, `{{config.y}}` and `{{user}}` placeholders. */
+    template: {},
+    answer: { enum: ANSWER_FORMATS },
     concurrency: { type: 'integer', minimum: 1, maximum: 1024 },
     timeout: { type: 'number', exclusiveMinimum: 0, maximum: 900 },
     tools: {
@@ -74,5 +110,28 @@ export const toolServiceSchema = {
         },
       },
     },
+  },
+} as const
+
+/**
+ * A tool service for a function this serverless.yml does not define, under
+ * `custom.toolServices.<key>`: a Lambda function by name or ARN (someone
+ * else's), or an HTTP endpoint on any platform. Exactly one of `function`
+ * and `url`; the bridge checks that, and that the fields fit the kind.
+ */
+export const externalToolServiceSchema = {
+  ...toolServiceSchema,
+  properties: {
+    ...toolServiceSchema.properties,
+    function: { type: 'string', minLength: 1 },
+    region: { type: 'string', pattern: '^[a-z]{2}(-[a-z]+)+-\\d+$' },
+    /** An IAM role to assume (through the standard credential chain) for calling `function`. */
+    role: { type: 'string', pattern: '^arn:aws[a-z-]*:iam::\\d{12}:role/' },
+    url: { type: 'string', pattern: '^https?://' },
+    method: { enum: HTTP_METHODS },
+    /** Fixed, non-secret headers. */
+    headers: STRING_MAP,
+    /** Header name -> the environment variable holding its value: secrets stay out of serverless.yml. */
+    headersFromEnv: { type: 'object', additionalProperties: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' } },
   },
 } as const

@@ -107,7 +107,7 @@ describe('descriptors of the repo serverless.yml (SPEC §1)', () => {
 })
 
 describe('readToolServices', () => {
-  it('applies the defaults: concurrency 8, timeout 30 s, single response', () => {
+  it('applies the defaults: concurrency 8, timeout 30 s, single response, the envelope as event', () => {
     const spec = only(readToolServices(project()))
     expect(DEFAULT_CONCURRENCY).toBe(8)
     expect(DEFAULT_TIMEOUT_SECONDS).toBe(30)
@@ -131,6 +131,7 @@ describe('readToolServices', () => {
           arguments: [{ name: 'topic', type: 'string', description: 'The topic for the joke', required: true }],
         },
       ],
+      shape: { event: 'envelope', answer: 'text' },
     })
   })
 

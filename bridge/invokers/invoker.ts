@@ -4,7 +4,6 @@
  */
 import type { ErrorKind } from '../../shared/errors.ts'
 import { BAD_REQUEST_ERROR, INVALID_ARGUMENTS_ERROR, MISSING_CONFIG_ERROR } from '../../shared/handler.ts'
-import type { ToolRequest } from '../../shared/protocol.ts'
 import type { ResponseMode } from '../../shared/tool-service-schema.ts'
 
 /** Which function to call and how long it may run. */
@@ -24,7 +23,8 @@ export interface FunctionTarget {
 
 export interface Invocation {
   target: FunctionTarget
-  event: ToolRequest
+  /** The envelope, or what the service's event shape made of it (bridge/event-shapes.ts). */
+  event: unknown
   /** Called once per streamed chunk, in order, as the function produces it. */
   onChunk: (text: string) => void
 }

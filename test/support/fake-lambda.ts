@@ -75,6 +75,8 @@ export type Script = (call: LambdaCall, callIndex: number) => Reply | Promise<Re
 
 const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/
 const STREAM_PATH = /^\/2021-11-15\/functions\/([^/]+)\/response-streaming-invocations$/
+/** GetFunction: `GET /2015-03-31/functions/<name>`. */
+const GET_FUNCTION_PATH = /^\/2015-03-31\/functions\/([^/]+)$/
 
 const codec = new EventStreamCodec(toUtf8, fromUtf8)
 
@@ -92,6 +94,10 @@ function eventFrame(eventType: string, contentType: string, body: Uint8Array): U
 export class FakeLambda {
   readonly calls: LambdaCall[] = []
   private readonly scripts = new Map<string, Script>()
+  /** GetFunction's `State` per function; a scripted function without one is Active. */
+  private readonly states = new Map<string, { state: string; reason?: string }>()
+  /** Function names GetFunction was asked about, in order. */
+  readonly lookups: string[] = []
   private readonly server: Server
   private url_ = ''
 
@@ -131,6 +137,36 @@ export class FakeLambda {
   reset(): void {
     this.scripts.clear()
     this.calls.length = 0
+    this.states.clear()
+    this.lookups.length = 0
+  }
+
+  /** What GetFunction reports for `functionName` (which then exists, scripted or not): `Failed`, `Pending`... */
+  setState(functionName: string, state: string, reason?: string): this {
+    this.states.set(functionName, { state, reason })
+    return this
+  }
+
+  /** GetFunction, as the SDK reads it: `{Configuration, Code}`, or 404 ResourceNotFoundException. */
+  private getFunction(functionName: string, res: ServerResponse): void {
+    this.lookups.push(functionName)
+    const known = this.states.get(functionName) ?? (this.scripts.has(functionName) ? { state: 'Active' } : undefined)
+    if (!known) {
+      res.writeHead(404, { 'x-amzn-ErrorType': 'ResourceNotFoundException', 'content-type': 'application/json' })
+      res.end(JSON.stringify({ Type: 'User', Message: `Function not found: arn:aws:lambda:us-east-1:000000000000:function:${functionName}` }))
+      return
+    }
+    const name = functionName.split(':').at(functionName.startsWith('arn:') ? 6 : 0)!
+    const configuration = {
+      FunctionName: name,
+      FunctionArn: `arn:aws:lambda:us-east-1:000000000000:function:${name}`,
+      Runtime: 'nodejs24.x',
+      State: known.state,
+      ...(known.reason ? { StateReason: known.reason } : {}),
+      LastUpdateStatus: 'Successful',
+    }
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ Configuration: configuration, Code: { RepositoryType: 'S3', Location: 'https://example.invalid/code.zip' } }))
   }
 
   async close(): Promise<void> {
@@ -145,6 +181,8 @@ export class FakeLambda {
     const invoke = INVOKE_PATH.exec(path)
     const stream = STREAM_PATH.exec(path)
     const match = invoke ?? stream
+    const lookup = GET_FUNCTION_PATH.exec(path)
+    if (req.method === 'GET' && lookup) return this.getFunction(decodeURIComponent(lookup[1]!), res)
     if (req.method !== 'POST' || !match) {
       res.writeHead(404, { 'x-amzn-ErrorType': 'UnknownOperationException', 'content-type': 'application/json' })
       res.end(JSON.stringify({ message: `no route for ${req.method} ${path}` }))

@@ -1,0 +1,240 @@
+/**
+ * Event shapes both ways, as units: the event each shape builds from a
+ * request, and how each maps a function's result back to the answer; and
+ * the serverless.yml errors for shapes that do not fit.
+ */
+import { describe, expect, it } from 'vitest'
+import serverless from 'serverless-http'
+import express from 'express'
+import { compileEventShape, renderTemplate } from '../bridge/event-shapes.ts'
+import { BODY_EXCERPT_CHARS, bodyExcerpt } from '../bridge/http-status.ts'
+import { ConfigError, readToolServices, type ShapeSpec } from '../shared/descriptors.ts'
+import type { ToolRequest } from '../shared/protocol.ts'
+
+const request = (args: Record<string, unknown>, config: Record<string, unknown> = {}, user = 'alice'): ToolRequest => ({ user, config, arguments: args })
+
+/** One service with this `toolService:` on top of the minimum, read as the bridge reads serverless.yml. */
+function serviceWith(extra: Record<string, unknown>) {
+  return readToolServices({
+    service: 'shapes',
+    functions: { fn: { handler: 'fn.handler', toolService: { id: 'fn-service', topic: 'fn', tools: [{ name: 'fn-tool', description: 'A tool' }], ...extra } } },
+  })[0]!
+}
+const shapeOf = (extra: Record<string, unknown>): ShapeSpec => serviceWith(extra).shape
+
+function eventOf(shape: ShapeSpec, req: ToolRequest) {
+  const result = compileEventShape(shape).event(req)
+  if (!result.ok) throw new Error(result.message)
+  return result.event as Record<string, any>
+}
+const answerOf = (shape: ShapeSpec, text: string) => compileEventShape(shape).answer({ ok: true, text })
+
+describe('envelope (the default)', () => {
+  const shape = shapeOf({})
+
+  it('passes the request as it is, and the text back as it is', () => {
+    const req = request({ topic: 'cats' }, { style: 'pun' })
+    expect(shape.event).toBe('envelope')
+    expect(eventOf(shape, req)).toBe(req)
+    expect(answerOf(shape, '{"a":1}')).toStrictEqual({ ok: true, text: '{"a":1}' })
+  })
+
+  it('leaves an error outcome alone', () => {
+    const failed = { ok: false as const, kind: 'timeout' as const, message: 'too slow' }
+    expect(compileEventShape(shape).answer(failed)).toBe(failed)
+  })
+})
+
+describe('arguments', () => {
+  it('passes the arguments alone; answer: json pretty-prints JSON and leaves other text alone', () => {
+    const shape = shapeOf({ event: 'arguments', answer: 'json' })
+    expect(eventOf(shape, request({ a: 1, b: 'two' }))).toStrictEqual({ a: 1, b: 'two' })
+    expect(answerOf(shape, '{"a":1,"b":[2]}')).toStrictEqual({ ok: true, text: '{\n  "a": 1,\n  "b": [\n    2\n  ]\n}' })
+    expect(answerOf(shape, 'plain words')).toStrictEqual({ ok: true, text: 'plain words' })
+  })
+})
+
+describe('template', () => {
+  const template = {
+    q: '{{arguments.city}}',
+    days: '{{arguments.days}}',
+    units: '{{config.units}}',
+    who: 'asked by {{user}} about {{ arguments.city }} for {{arguments.days}} days',
+    nested: { all: '{{arguments}}', missing: '{{arguments.nope}}', list: ['{{arguments.nope}}', 1] },
+    fixed: true,
+  }
+
+  it('puts values in with their JSON type, text into strings, and leaves out what is missing', () => {
+    const shape = shapeOf({ event: 'template', template })
+    const event = eventOf(shape, request({ city: 'Oslo', days: 3 }, { units: 'metric' }))
+    expect(event).toStrictEqual({
+      q: 'Oslo',
+      days: 3,
+      units: 'metric',
+      who: 'asked by alice about Oslo for 3 days',
+      nested: { all: { city: 'Oslo', days: 3 }, list: [null, 1] },
+      fixed: true,
+    })
+  })
+
+  it('reads own properties only', () => {
+    expect(renderTemplate('{{arguments.constructor}}', request({}))).toBeUndefined()
+    expect(renderTemplate('x{{arguments.toString}}y', request({}))).toBe('xy')
+  })
+
+  it('refuses an unknown placeholder when serverless.yml is read, naming where it is', () => {
+    expect(() => shapeOf({ event: 'template', template: { a: ['{{args.city}}'] } })).toThrow(
+      'functions.fn.toolService.template.a[0]: unknown placeholder {{args.city}}',
+    )
+    expect(() => shapeOf({ event: 'template', template: '{{user.name}}' })).toThrow(ConfigError)
+  })
+
+  it('needs a template with event: template, and none without', () => {
+    expect(() => shapeOf({ event: 'template' })).toThrow('functions.fn.toolService.event: "event: template" and "template:" go together')
+    expect(() => shapeOf({ template: { a: 1 } })).toThrow('functions.fn.toolService.template: "event: template" and "template:" go together')
+  })
+})
+
+describe('apigw-v2 (HTTP API)', () => {
+  const get = shapeOf({ event: 'apigw-v2', route: { method: 'GET', path: '/items/{id}', query: ['lang'] } })
+  const post = shapeOf({ event: 'apigw-v2', route: { method: 'POST', path: '/orders/{id}/lines', query: ['dry'], headers: { 'X-Api-Version': '2' } } })
+
+  it('builds GET: path parameters encoded, every other argument in the query string, no body', () => {
+    const event = eventOf(get, request({ id: 'a b/c', lang: 'en', n: 5 }))
+    expect(event).toMatchObject({
+      version: '2.0',
+      routeKey: '$default',
+      rawPath: '/items/a%20b%2Fc',
+      rawQueryString: 'lang=en&n=5',
+      queryStringParameters: { lang: 'en', n: '5' },
+      pathParameters: { id: 'a b/c' },
+      headers: { 'x-toolbridge-user': 'alice', 'user-agent': 'toolbridge' },
+      requestContext: { http: { method: 'GET', path: '/items/a%20b%2Fc', sourceIp: '127.0.0.1' }, stage: '$default' },
+      isBase64Encoded: false,
+    })
+    expect(event).not.toHaveProperty('body')
+    expect(typeof event.requestContext.requestId).toBe('string')
+    expect(typeof event.requestContext.timeEpoch).toBe('number')
+  })
+
+  it('builds POST: the query arguments in the query string, the rest a JSON body; headers from route', () => {
+    const event = eventOf(post, request({ id: 7, dry: true, sku: 'KB', quantity: 2 }, {}, ''))
+    expect(event).toMatchObject({ rawPath: '/orders/7/lines', rawQueryString: 'dry=true', body: '{"sku":"KB","quantity":2}' })
+    expect(event.headers).toMatchObject({ 'content-type': 'application/json', 'x-api-version': '2' })
+    expect(event.headers).not.toHaveProperty('x-toolbridge-user') // no user, no header
+  })
+
+  it('refuses a request without a path parameter, without calling anything', () => {
+    expect(compileEventShape(get).event(request({ lang: 'en' }))).toStrictEqual({
+      ok: false,
+      kind: 'invalid-arguments',
+      message: 'invalid arguments: "id" is required (it is part of the path /items/{id})',
+    })
+  })
+
+  it('maps a 2xx proxy response to its body, a base64 one decoded', () => {
+    expect(answerOf(get, JSON.stringify({ statusCode: 200, body: 'hi', headers: {} }))).toStrictEqual({ ok: true, text: 'hi' })
+    expect(answerOf(get, JSON.stringify({ statusCode: 201, body: Buffer.from('héllo').toString('base64'), isBase64Encoded: true }))).toStrictEqual({
+      ok: true,
+      text: 'héllo',
+    })
+    expect(answerOf(get, JSON.stringify({ statusCode: 204 }))).toStrictEqual({ ok: true, text: '' })
+  })
+
+  it('pretty-prints a JSON body with answer: json', () => {
+    const json = shapeOf({ event: 'apigw-v2', answer: 'json' })
+    expect(answerOf(json, JSON.stringify({ statusCode: 200, body: '{"a":[1]}' }))).toStrictEqual({ ok: true, text: '{\n  "a": [\n    1\n  ]\n}' })
+  })
+
+  it('maps 4xx and 5xx to an error with the status and a bounded excerpt of the body', () => {
+    expect(answerOf(get, JSON.stringify({ statusCode: 404, body: '{"error":"no item"}' }))).toStrictEqual({
+      ok: false,
+      kind: 'function-error',
+      message: 'HTTP 404 Not Found: {"error":"no item"}',
+    })
+    const page = `<html>\n  <body>${'x'.repeat(10_000)}</body></html>`
+    const outcome = answerOf(get, JSON.stringify({ statusCode: 502, body: page }))
+    expect(outcome.ok).toBe(false)
+    if (outcome.ok) return
+    expect(outcome.message.startsWith('HTTP 502 Bad Gateway: <html> <body>xxx')).toBe(true)
+    expect(outcome.message.endsWith('…')).toBe(true)
+    expect(outcome.message.length).toBeLessThan(BODY_EXCERPT_CHARS + 40)
+  })
+
+  it('takes a result without statusCode as a 200 JSON body, as HTTP APIs do', () => {
+    expect(answerOf(get, '{"answer":42}')).toStrictEqual({ ok: true, text: '{"answer":42}' })
+    expect(answerOf(get, 'just text')).toStrictEqual({ ok: true, text: 'just text' })
+  })
+
+  it('is accepted by serverless-http: an Express app sees the method, path, query, body and headers', async () => {
+    const app = express()
+    app.use(express.json())
+    app.all('/{*rest}', (req, res) => {
+      res.json({ method: req.method, path: req.path, query: req.query, body: req.body, user: req.get('x-toolbridge-user') })
+    })
+    const handler = serverless(app)
+    const getAnswer = answerOf(get, JSON.stringify(await handler(eventOf(get, request({ id: 'x1', lang: 'de' })), {})))
+    expect(getAnswer.ok && JSON.parse(getAnswer.text)).toMatchObject({ method: 'GET', path: '/items/x1', query: { lang: 'de' }, user: 'alice' })
+    const postAnswer = answerOf(post, JSON.stringify(await handler(eventOf(post, request({ id: 3, sku: 'KB' })), {})))
+    expect(postAnswer.ok && JSON.parse(postAnswer.text)).toMatchObject({ method: 'POST', path: '/orders/3/lines', body: { sku: 'KB' } })
+  })
+})
+
+describe('apigw-v1 (REST API)', () => {
+  const shape = shapeOf({ event: 'apigw-v1', route: { method: 'DELETE', path: '/items/{id}' } })
+
+  it('builds a REST API event: httpMethod, resource, multi-value maps, null for what is absent', () => {
+    const event = eventOf(shape, request({ id: 'k', force: true }))
+    expect(event).toMatchObject({
+      resource: '/items/{id}',
+      path: '/items/k',
+      httpMethod: 'DELETE',
+      queryStringParameters: { force: 'true' },
+      multiValueQueryStringParameters: { force: ['true'] },
+      pathParameters: { id: 'k' },
+      stageVariables: null,
+      body: null,
+      requestContext: { httpMethod: 'DELETE', resourcePath: '/items/{id}', identity: { sourceIp: '127.0.0.1' } },
+    })
+    expect(event.multiValueHeaders['x-toolbridge-user']).toStrictEqual(['alice'])
+  })
+
+  it('is accepted by serverless-http', async () => {
+    const app = express()
+    app.delete('/items/:id', (req, res) => void res.status(202).send(`deleted ${req.params.id} force=${String(req.query.force)}`))
+    const result = await serverless(app)(eventOf(shape, request({ id: 'k', force: true })), {})
+    expect(answerOf(shape, JSON.stringify(result))).toStrictEqual({ ok: true, text: 'deleted k force=true' })
+  })
+
+  it('refuses a result that is not a proxy response, as REST APIs do', () => {
+    expect(answerOf(shape, '{"answer":42}')).toMatchObject({ ok: false, kind: 'function-error', message: expect.stringMatching(/did not return a proxy response/) })
+  })
+})
+
+describe('serverless.yml checks for shapes', () => {
+  it('refuses route: without an API Gateway event, and stream with one', () => {
+    expect(() => shapeOf({ route: { path: '/x' } })).toThrow('functions.fn.toolService.route: is for "event: apigw-v1" or "event: apigw-v2"')
+    expect(() => shapeOf({ event: 'apigw-v2', response: 'stream' })).toThrow(/response: "stream" does not fit "event: apigw-v2"/)
+  })
+
+  it('refuses an unknown shape or answer format', () => {
+    expect(() => shapeOf({ event: 'sqs' })).toThrow('functions.fn.toolService.event: must be one of "envelope", "arguments", "apigw-v1", "apigw-v2", "template"')
+    expect(() => shapeOf({ answer: 'yaml' })).toThrow(/answer: must be one of "text", "json"/)
+  })
+
+  it('defaults a route to POST /', () => {
+    expect(shapeOf({ event: 'apigw-v2' }).route).toStrictEqual({ method: 'POST', path: '/', query: [], headers: {} })
+  })
+})
+
+describe('bodyExcerpt', () => {
+  it('keeps a short body whole, on one line', () => {
+    expect(bodyExcerpt('  a\n\tb  ')).toBe('a b')
+  })
+
+  it('never cuts a character in half', () => {
+    const excerpt = bodyExcerpt('😀'.repeat(BODY_EXCERPT_CHARS + 5))
+    expect(Array.from(excerpt)).toHaveLength(BODY_EXCERPT_CHARS + 1)
+    expect(excerpt.endsWith('😀…')).toBe(true)
+  })
+})
