@@ -49,13 +49,22 @@ async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", default="rabbitmq")
     parser.add_argument("--rabbitmq-host", default="127.0.0.1")
+    parser.add_argument("--kafka-bootstrap-servers", default="127.0.0.1:9092")
+    parser.add_argument("--pulsar-host", default="pulsar://127.0.0.1:6650")
+    parser.add_argument("--pulsar-admin-url", default="http://127.0.0.1:8081")
     parser.add_argument("--request-queue", required=True)
     parser.add_argument("--response-queue", required=True)
     parser.add_argument("--timeout", type=float, default=30)
     args = parser.parse_args()
 
     calls = [json.loads(line) for line in sys.stdin if line.strip()]
-    backend = get_async_pubsub(pubsub_backend=args.backend, rabbitmq_host=args.rabbitmq_host)
+    backend = get_async_pubsub(
+        pubsub_backend=args.backend,
+        rabbitmq_host=args.rabbitmq_host,
+        kafka_bootstrap_servers=args.kafka_bootstrap_servers,
+        pulsar_host=args.pulsar_host,
+        pulsar_admin_url=args.pulsar_admin_url,
+    )
     client = await RequestResponseClient.create(
         backend=backend,
         request_topic=args.request_queue,

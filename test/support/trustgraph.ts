@@ -28,16 +28,30 @@ export interface TgResult {
   messages: number
 }
 
+/** Which of TrustGraph's backends its client uses, and where the broker is. */
+export type TgBackend =
+  | { backend: 'rabbitmq'; host: string }
+  | { backend: 'kafka'; bootstrapServers: string }
+  | { backend: 'pulsar'; serviceUrl: string; adminUrl: string }
+
+const RABBITMQ_BACKEND: TgBackend = { backend: 'rabbitmq', host: '127.0.0.1' }
+
 /** Runs the calls through TrustGraph's RequestResponseClient (all at once) and returns its results in order. */
 export function trustgraphClientCalls(
   queues: { requestQueue: string; responseQueue: string },
   calls: TgCall[],
+  broker: TgBackend = RABBITMQ_BACKEND,
 ): Promise<TgResult[]> {
+  const backendArgs =
+    broker.backend === 'kafka'
+      ? ['--backend', 'kafka', '--kafka-bootstrap-servers', broker.bootstrapServers]
+      : broker.backend === 'pulsar'
+        ? ['--backend', 'pulsar', '--pulsar-host', broker.serviceUrl, '--pulsar-admin-url', broker.adminUrl]
+        : ['--backend', 'rabbitmq', '--rabbitmq-host', broker.host]
   return new Promise((resolve, reject) => {
     const child = spawn(PYTHON, [
       join(INTEROP, 'tg_client.py'),
-      '--backend', 'rabbitmq',
-      '--rabbitmq-host', '127.0.0.1',
+      ...backendArgs,
       '--request-queue', queues.requestQueue,
       '--response-queue', queues.responseQueue,
     ])

@@ -1,0 +1,653 @@
+/**
+ * The bridge on a real Kafka (test/support/kafka.ts starts one with
+ * scripts/kafka.sh, or the tests skip in one line without java and Maven):
+ * the example tools, bad requests, load, offsets committed only past
+ * finished requests, two replicas sharing three partitions, a replica killed
+ * with requests in flight, a broker restart mid-load, the bytes TrustGraph's
+ * Kafka backend sends and expects, and TrustGraph's own Python client calling
+ * the bridge. Waits are fail-safes, never assertions on time; the measured
+ * recovery time is printed.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { Consumer, MessagesStreamModes, Producer, stringDeserializer, stringSerializer } from '@platformatic/kafka'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import type { ToolServiceSpec } from '../shared/descriptors.ts'
+import { ToolbridgeError } from '../shared/errors.ts'
+import { decodeResponse, encodeRequest, ID_PROPERTY, type ToolResponse } from '../shared/protocol.ts'
+import { RequestClient } from '../bridge/client.ts'
+import { loadProject, resolveSettings, type Project, type Settings } from '../bridge/config.ts'
+import { startRuntime, type Runtime } from '../bridge/runtime.ts'
+import { KafkaTransport } from '../bridge/transports/kafka.ts'
+import { PartitionProgress } from '../bridge/transports/kafka-offsets.ts'
+import { parseKafkaUrl } from '../bridge/transports/kafka-url.ts'
+import type { Consumer as TransportConsumer, Delivery, Transport } from '../bridge/transports/transport.ts'
+import {
+  committedOffset,
+  dropTopicsAndGroups,
+  groupAssignments,
+  kafkaAdmin,
+  kafkaAvailable,
+  kafkaScript,
+  startKafka,
+  type KafkaBroker,
+} from './support/kafka.ts'
+import { TRUSTGRAPH_INSTALL, trustgraphClientCalls, trustgraphInstalled } from './support/trustgraph.ts'
+
+const EXAMPLES_YML = fileURLToPath(new URL('../serverless.yml', import.meta.url))
+const FIXTURE_YML = fileURLToPath(new URL('./fixtures/kafka/serverless.yml', import.meta.url))
+const CALCULATOR = fileURLToPath(new URL('../functions/calculator/handler.ts', import.meta.url))
+const CLI = fileURLToPath(new URL('../bridge/cli.ts', import.meta.url))
+/** Fail-safe for calls that should be answered: never an assertion on how long they take. */
+const CALL_TIMEOUT_MS = 30_000
+
+const utf8 = new TextEncoder()
+const available = kafkaAvailable()
+
+function service(project: Project, id: string): ToolServiceSpec {
+  const spec = project.services.find((s) => s.id === id)
+  if (!spec) throw new Error(`no tool service "${id}"`)
+  return spec
+}
+
+/** The fixture project with the replica service's handler swapped, so answers name the replica. */
+function asReplica(project: Project, exportName: string): Project {
+  return {
+    ...project,
+    services: project.services.map((s) => (s.id === 'kafka-replica-service' ? { ...s, handler: `handlers.${exportName}` } : s)),
+  }
+}
+
+/** Resolves once `condition()` holds; fails after `limitMs` (a fail-safe, not a timing assertion). */
+async function waitFor(what: string, condition: () => boolean | Promise<boolean>, limitMs = 30_000): Promise<void> {
+  const deadline = Date.now() + limitMs
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what} after ${limitMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/** A private subscriber on a response queue that keeps every message it sees, by id. */
+class ResponseTap {
+  readonly seen = new Map<string, ToolResponse[]>()
+  private consumer: TransportConsumer | undefined
+
+  static async open(transport: Transport, queue: string): Promise<ResponseTap> {
+    const tap = new ResponseTap()
+    tap.consumer = await transport.subscribe(queue, (delivery) => {
+      delivery.ack()
+      const id = delivery.properties[ID_PROPERTY] ?? '(no id)'
+      const decoded = decodeResponse(delivery.body)
+      const response = decoded.ok ? decoded.value : { error: { type: 'undecodable', message: decoded.message }, response: '', end_of_stream: true }
+      let list = tap.seen.get(id)
+      if (!list) tap.seen.set(id, (list = []))
+      list.push(response)
+    })
+    return tap
+  }
+
+  messages(id: string) {
+    return this.seen.get(id) ?? []
+  }
+
+  async ended(id: string) {
+    await waitFor(`the answer to ${id}`, () => this.messages(id).some((m) => m.end_of_stream), CALL_TIMEOUT_MS)
+    return this.messages(id)
+  }
+
+  close() {
+    return this.consumer?.close()
+  }
+}
+
+describe('which Kafka offset may be committed (no broker needed)', () => {
+  it('moves only past a run of finished records at the front, whatever order they finish in', () => {
+    const progress = new PartitionProgress()
+    const [a, b, c, d] = [10n, 11n, 13n, 14n].map((offset) => progress.track(offset, 0)!) // 12 is a gap (a compacted record)
+    expect(progress.finish(c!)).toBeUndefined()
+    expect(progress.finish(b!)).toBeUndefined() // 10 still running: nothing can be committed
+    expect(progress.finish(a!)).toEqual({ offset: 14n, leaderEpoch: 0 }) // 10, 11 and 13 done: resume at 14
+    expect(progress.pending).toBe(1)
+    expect(progress.finish(d!)).toEqual({ offset: 15n, leaderEpoch: 0 })
+    expect(progress.finish(d!)).toBeUndefined() // a second ack changes nothing
+  })
+
+  it('refuses an offset it has already handed out, so a re-fetched record is not worked on twice', () => {
+    const progress = new PartitionProgress()
+    expect(progress.track(5n, 1)).toBeDefined()
+    expect(progress.track(5n, 1)).toBeUndefined()
+    expect(progress.track(4n, 1)).toBeUndefined()
+    expect(progress.track(6n, 1)).toBeDefined()
+  })
+})
+
+describe('the kafka:// broker URL (no broker needed)', () => {
+  it('takes a list of bootstrap servers, a default port and the partition count', () => {
+    const parsed = parseKafkaUrl('kafka://a.example:9093,b.example,[::1]:9094?partitions=3')
+    expect(parsed.brokers).toEqual([
+      { host: 'a.example', port: 9093 },
+      { host: 'b.example', port: 9092 },
+      { host: '::1', port: 9094 },
+    ])
+    expect(parsed.partitions).toBe(3)
+    expect(parsed.securityProtocol).toBe('PLAINTEXT')
+    expect(parsed.sasl).toBeUndefined()
+  })
+
+  it('takes SASL credentials from the URL, SCRAM on request, and TLS for SASL_SSL', () => {
+    const parsed = parseKafkaUrl('kafka://svc:p%40ss@broker:9096?security_protocol=SASL_SSL&sasl_mechanism=SCRAM-SHA-512&servername=kafka.internal')
+    expect(parsed.securityProtocol).toBe('SASL_SSL')
+    expect(parsed.sasl).toEqual({ mechanism: 'SCRAM-SHA-512', username: 'svc', password: 'p@ss' })
+    expect(parsed.tls).toEqual({ servername: 'kafka.internal' })
+    expect(parseKafkaUrl('kafka://svc:pw@broker').securityProtocol).toBe('SASL_PLAINTEXT')
+  })
+
+  it.each([
+    ['kafka://', /host:9092/],
+    ['kafka://broker?partitions=0', /partitions.*1 to/],
+    ['kafka://broker?security_protocol=SASL_SSL', /needs a user and password/],
+    ['kafka://broker?sasl_mechanism=GSSAPI', /sasl_mechanism needs/],
+    ['kafka://u:p@broker?sasl_mechanism=GSSAPI', /must be one of PLAIN/],
+    ['kafka://broker?ca=/x.pem', /need security_protocol SSL/],
+    ['kafka://broker?security_protocol=SSL&ca=/no/such.pem', /cannot read "\/no\/such.pem"/],
+    ['kafka://broker?retention=1', /unknown option "retention"/],
+    ['kafka://broker:99999', /out of range/],
+  ])('refuses %s with a clear error', (url, message) => {
+    expect(() => parseKafkaUrl(url)).toThrow(message)
+  })
+
+  it('never shows the password in the address', () => {
+    const t = new KafkaTransport('kafka://svc:Sup3r-Secret@broker:9092')
+    expect(t.address).not.toContain('Sup3r-Secret')
+    expect(t.address).toContain('***')
+  })
+})
+
+describe.skipIf(!available)('the bridge on Kafka', () => {
+  let broker: KafkaBroker
+  let settings: Settings
+  const examples = loadProject(EXAMPLES_YML)
+  const fixtures = loadProject(FIXTURE_YML)
+  const cleanups: (() => Promise<unknown> | unknown)[] = []
+  const topicsOf = (spec: ToolServiceSpec) => [spec.requestQueue, spec.responseQueue].map((q) => q.replace(/^(\w+):(\w+):/, '$2.$1.'))
+
+  beforeAll(async () => {
+    broker = await startKafka()
+    settings = resolveSettings({ broker: broker.url, port: 'off' }, {})
+    // Leftovers of an earlier run: committed offsets and topics with other partition counts.
+    await dropTopicsAndGroups(
+      fixtures.services.flatMap(topicsOf),
+      [...examples.services, ...fixtures.services].map((s) => `${s.id}-request`),
+    )
+  }, 300_000)
+  afterAll(async () => {
+    await broker?.stop()
+  })
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+  })
+
+  async function runtime(project: Project, brokerUrl = broker.url): Promise<Runtime> {
+    const started = await startRuntime(project, brokerUrl === broker.url ? settings : resolveSettings({ broker: brokerUrl, port: 'off' }, {}))
+    cleanups.push(() => started.stop())
+    return started
+  }
+
+  async function transport(url = broker.url): Promise<KafkaTransport> {
+    const created = new KafkaTransport(url)
+    await created.connect()
+    cleanups.push(() => created.close())
+    return created
+  }
+
+  async function client(on: Transport, spec: { requestQueue: string; responseQueue: string }): Promise<RequestClient> {
+    const created = new RequestClient(on, spec)
+    await created.start()
+    cleanups.push(() => created.close())
+    return created
+  }
+
+  describe('the example tools', () => {
+    let bridge: Runtime
+    let clientTransport: Transport
+    beforeAll(async () => {
+      bridge = await startRuntime(examples, settings)
+      clientTransport = await bridge.connectClient()
+    })
+    afterAll(async () => {
+      await bridge?.stop()
+    })
+
+    const call = async (serviceId: string, args: Record<string, unknown>, user?: string) => {
+      const spec = service(examples, serviceId)
+      const c = await client(clientTransport, spec)
+      return c.call({ user, config: spec.tools[0]!.config, arguments: args }, { timeoutMs: CALL_TIMEOUT_MS })
+    }
+
+    it('answers tell-joke in one message with the greeting and the joke', async () => {
+      expect(await call('joke-service', { topic: 'cats' }, 'alice')).toBe(
+        "Hey alice! Here's a pun for you:\n\nWhat do you call a pile of cats? A meowtain.",
+      )
+    })
+
+    it('streams tell-story chunk by chunk, and only the last message ends the stream', async () => {
+      const spec = service(examples, 'story-service')
+      const tap = await ResponseTap.open(clientTransport, spec.responseQueue)
+      cleanups.push(() => tap.close())
+      const id = randomUUID()
+      await clientTransport.publish(spec.requestQueue, encodeRequest({ config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 } }), {
+        [ID_PROPERTY]: id,
+      })
+      const messages = await tap.ended(id)
+      const chunks = messages.map((m) => m.response).filter((text) => text !== '')
+      expect(chunks).toEqual([
+        'Once upon a time, Ada lived in a small town by the sea.',
+        ' Every morning, Ada looked at the horizon and wondered what lay beyond it.',
+        ' One day a stranger arrived with a map that nobody in a small town by the sea could read.',
+      ])
+      expect(messages.map((m) => m.end_of_stream)).toEqual([...messages.slice(1).map(() => false), true])
+      expect(messages.every((m) => m.error === null)).toBe(true)
+    })
+
+    it('gives a streaming client of tell-story the chunks and their concatenation', async () => {
+      const spec = service(examples, 'story-service')
+      const c = await client(clientTransport, spec)
+      const chunks: string[] = []
+      const text = await c.call(
+        { config: { pace: 5 }, arguments: { hero: 'Bo' } },
+        { timeoutMs: CALL_TIMEOUT_MS, onChunk: (chunk) => chunks.push(chunk) },
+      )
+      expect(chunks).toHaveLength(5)
+      expect(text).toBe(chunks.join(''))
+    })
+
+    it.runIf(existsSync(CALCULATOR))('answers calculate exactly', async () => {
+      expect(await call('calculator-service', { expression: '0.1+0.2' })).toBe('0.3')
+    })
+
+    it('serves clients that spell the queues as Pulsar URIs', async () => {
+      const c = await client(clientTransport, {
+        requestQueue: 'non-persistent://tg/request/joke',
+        responseQueue: 'non-persistent://tg/response/joke',
+      })
+      const text = await c.call({ config: { style: 'one-liner' }, arguments: { topic: 'music' } }, { timeoutMs: CALL_TIMEOUT_MS })
+      expect(text).toBe("Hey there! Here's a one-liner for you:\n\nMusic is the only thing I am not afraid to face the music about.")
+    })
+
+    it('answers 500 requests in flight at once, each under its own id', async () => {
+      const spec = service(examples, 'joke-service')
+      const c = await client(clientTransport, spec)
+      const started = performance.now()
+      const answers = await Promise.all(
+        Array.from({ length: 500 }, (_, i) => c.call({ arguments: { topic: `topic ${i}` } }, { timeoutMs: CALL_TIMEOUT_MS })),
+      )
+      const seconds = (performance.now() - started) / 1000
+      answers.forEach((text, i) => expect(text).toContain(`a joke about topic ${i},`))
+      console.info(`Kafka: 500 tell-joke calls in flight answered in ${seconds.toFixed(2)} s (worker threads starting included)`)
+    })
+  })
+
+  describe('bad requests, as on the embedded broker', () => {
+    let clientTransport: Transport
+    let replicaTap: ResponseTap
+    let strictTap: ResponseTap
+    const replica = service(fixtures, 'kafka-replica-service')
+    const strict = service(fixtures, 'kafka-strict-service')
+    let bridge: Runtime
+    beforeAll(async () => {
+      bridge = await startRuntime(fixtures, settings)
+      clientTransport = await bridge.connectClient()
+      replicaTap = await ResponseTap.open(clientTransport, replica.responseQueue)
+      strictTap = await ResponseTap.open(clientTransport, strict.responseQueue)
+    })
+    afterAll(async () => {
+      await bridge?.stop()
+    })
+
+    it.each([
+      { name: 'malformed JSON', spec: replica, body: () => utf8.encode('{"arguments": '), type: 'bad-request', message: /JSON/ },
+      { name: 'a missing required config param', spec: strict, body: () => encodeRequest({ arguments: { n: 1 } }), type: 'missing-config', message: /region/ },
+      { name: 'an argument of the wrong type', spec: replica, body: () => encodeRequest({ arguments: { n: 'one' } }), type: 'invalid-arguments', message: /"n"/ },
+      { name: 'an empty body', spec: replica, body: () => new Uint8Array(0), type: 'bad-request', message: /./ },
+    ])('answers $name with one $type error that ends the stream, and keeps serving', async ({ spec, body, type, message }) => {
+      const tap = spec === strict ? strictTap : replicaTap
+      const id = randomUUID()
+      await clientTransport.publish(spec.requestQueue, body(), { [ID_PROPERTY]: id })
+      const [only, ...more] = await tap.ended(id)
+      expect(more).toEqual([])
+      expect(only!.error?.type).toBe(type)
+      expect(only!.error?.message).toMatch(message)
+      expect(only!.end_of_stream).toBe(true)
+      const c = await client(clientTransport, spec)
+      expect(await c.call({ config: { region: 'x' }, arguments: { n: 7 } }, { timeoutMs: CALL_TIMEOUT_MS })).toMatch(/:7$/)
+    })
+
+    it('answers a request without an id under the id "unknown"', async () => {
+      await clientTransport.publish(replica.requestQueue, encodeRequest({ arguments: { n: 3 } }), {})
+      const [only] = await replicaTap.ended('unknown')
+      expect(only!.response).toBe('A:3')
+    })
+  })
+
+  describe('the wire, as TrustGraph reads and writes it', () => {
+    it('takes a request record from a plain producer and answers on tg.response.<topic> with an id header, no key, Python json.dumps bytes', async () => {
+      const bridge = await runtime(examples)
+      const requestTopic = 'tg.request.joke'
+      const responseTopic = 'tg.response.joke'
+      const consumer = new Consumer<Buffer, Buffer, string, string>({
+        clientId: 'wire-test',
+        groupId: `wire-test-${randomUUID()}`,
+        bootstrapBrokers: ['127.0.0.1:9092'],
+        autocommit: false,
+        maxWaitTime: 200,
+        deserializers: { headerKey: stringDeserializer, headerValue: stringDeserializer },
+      })
+      cleanups.push(() => consumer.close(true))
+      const stream = await consumer.consume({ topics: [responseTopic], mode: MessagesStreamModes.LATEST })
+      const received: { key: Buffer | undefined; value: Buffer; headers: Map<string, string> }[] = []
+      stream.on('data', (m) => received.push({ key: m.key, value: m.value, headers: m.headers }))
+      await new Promise((resolve) => (stream as unknown as NodeJS.EventEmitter).once('offsets', resolve))
+      const producer = new Producer<Buffer, Buffer, string, string>({
+        clientId: 'wire-test',
+        bootstrapBrokers: ['127.0.0.1:9092'],
+        serializers: { headerKey: stringSerializer, headerValue: stringSerializer },
+      })
+      cleanups.push(() => producer.close())
+      const id = `tg-wire-${randomUUID()}`
+      // What TrustGraph's producer sends: json.dumps of the request dataclass, properties as headers, no key.
+      await producer.send({
+        messages: [{ topic: requestTopic, value: Buffer.from('{"config": "{\\"style\\": \\"pun\\"}", "arguments": "{\\"topic\\": \\"cats\\"}"}'), headers: { id } }],
+      })
+      await waitFor('the response record', () => received.some((m) => m.headers.get('id') === id), CALL_TIMEOUT_MS)
+      const response = received.find((m) => m.headers.get('id') === id)!
+      expect(response.key ?? null).toBeNull()
+      expect(Object.fromEntries(response.headers)).toEqual({ id })
+      expect(response.value.toString('utf8')).toBe(
+        '{"error": null, "response": "Hey there! Here\'s a pun for you:\\n\\nWhat do you call a pile of cats? A meowtain.", "end_of_stream": true}',
+      )
+      expect(bridge.bridge.inFlight).toBe(0)
+    })
+  })
+
+  describe('offsets', () => {
+    const spec = service(fixtures, 'kafka-replica-service')
+    const group = `${spec.id}-request`
+    const topic = 'tg.request.kafka-replica'
+
+    it('commits a request only once it and every request before it on the partition are answered', async () => {
+      await runtime(fixtures)
+      const t = await transport()
+      const c = await client(t, spec)
+      expect(await c.call({ arguments: { n: 0 } }, { timeoutMs: CALL_TIMEOUT_MS })).toBe('A:0')
+      await waitFor('the first commit', async () => (await committedOffset(group, topic)) >= 0n)
+      const before = await committedOffset(group, topic)
+
+      // One slow request, then three quick ones behind it on the same (only) partition.
+      const slow = c.call({ arguments: { n: 1, ms: 3000 } }, { timeoutMs: CALL_TIMEOUT_MS })
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      const quick = await Promise.all([2, 3, 4].map((n) => c.call({ arguments: { n } }, { timeoutMs: CALL_TIMEOUT_MS })))
+      expect(quick).toEqual(['A:2', 'A:3', 'A:4'])
+      // The quick ones are answered, but the slow one before them is not: nothing moves.
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      expect(await committedOffset(group, topic)).toBe(before)
+
+      expect(await slow).toBe('A:1')
+      await waitFor('the commit past all four', async () => (await committedOffset(group, topic)) === before + 4n)
+    })
+  })
+
+  describe('replicas', () => {
+    const spec = service(fixtures, 'kafka-replica-service')
+    const group = `${spec.id}-request`
+    const threePartitions = () => `${broker.url}?partitions=3`
+
+    beforeAll(async () => {
+      // A topic of three partitions, created by the bridge from the URL's partitions option.
+      await dropTopicsAndGroups(topicsOf(spec), [group])
+    })
+
+    it('shares three partitions between two replicas, both answering', async () => {
+      const a = await runtime(asReplica(fixtures, 'replicaA'), threePartitions())
+      const b = await runtime(asReplica(fixtures, 'replicaB'), threePartitions())
+      const metadata = await (async () => {
+        const admin = kafkaAdmin()
+        try {
+          return await admin.metadata({ topics: ['tg.request.kafka-replica'] })
+        } finally {
+          await admin.close()
+        }
+      })()
+      expect(metadata.topics.get('tg.request.kafka-replica')?.partitionsCount).toBe(3)
+      await waitFor('both replicas to hold partitions', async () => {
+        const members = await groupAssignments(group)
+        return members.length === 2 && members.every((m) => m.partitions.length > 0)
+      })
+      const t = await transport()
+      const tap = await ResponseTap.open(t, spec.responseQueue)
+      cleanups.push(() => tap.close())
+      let busyA = false
+      let busyB = false
+      const sampler = setInterval(() => {
+        busyA ||= a.bridge.inFlight > 0
+        busyB ||= b.bridge.inFlight > 0
+      }, 1)
+      cleanups.push(() => clearInterval(sampler))
+      const ids: string[] = []
+      const answers = await Promise.all(
+        Array.from({ length: 200 }, (_, n) => {
+          const id = randomUUID()
+          ids.push(id)
+          return new Promise<string>((resolve, reject) => {
+            t.publish(spec.requestQueue, encodeRequest({ arguments: { n, ms: 5 } }), { [ID_PROPERTY]: id }).catch(reject)
+            tap.ended(id).then((messages) => resolve(messages[0]!.response), reject)
+          })
+        }),
+      )
+      answers.forEach((text, n) => expect(text).toMatch(new RegExp(`^[AB]:${n}$`)))
+      const byA = answers.filter((text) => text.startsWith('A:')).length
+      const duplicates = ids.filter((id) => tap.messages(id).length > 1).length
+      console.info(`Kafka: two replicas on 3 partitions answered 200 requests, ${byA} by A and ${200 - byA} by B, ${duplicates} answered twice`)
+      expect(busyA && busyB).toBe(true)
+      expect(byA).toBeGreaterThan(0)
+      expect(byA).toBeLessThan(200)
+    })
+
+    it('hands the requests of a replica killed mid-work (SIGKILL, no goodbye) to the other replica', async () => {
+      // Replica A in a process of its own, killed outright; replica B in this one.
+      const child: ChildProcess = spawn(process.execPath, [CLI, '-c', FIXTURE_YML, 'start', '--broker', threePartitions(), '--log-level', 'warn'], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      cleanups.push(() => child.kill('SIGKILL'))
+      let output = ''
+      child.stdout!.on('data', (d: Buffer) => (output += d))
+      child.stderr!.on('data', (d: Buffer) => (output += d))
+      await waitFor('replica A to serve', () => output.includes('toolbridge: serving on'), 60_000)
+      const b = await runtime(asReplica(fixtures, 'replicaB'), threePartitions())
+      await waitFor('both replicas to hold partitions', async () => {
+        const members = await groupAssignments(group)
+        return members.length === 2 && members.every((m) => m.partitions.length > 0)
+      })
+      const t = await transport()
+      const c = await client(t, spec)
+      let killed = false
+      const answeredBeforeKill: string[] = []
+      const calls = Array.from({ length: 24 }, (_, n) =>
+        c.call({ arguments: { n, ms: 2500 } }, { timeoutMs: 60_000 }).then((text) => {
+          if (!killed) answeredBeforeKill.push(text)
+          return text
+        }),
+      )
+      // B busy means the requests are out; A took those of its partitions at the same time.
+      await waitFor('replica B to be busy', () => b.bridge.inFlight > 0)
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      const members = await groupAssignments(group)
+      child.kill('SIGKILL')
+      killed = true
+      const answers = await Promise.all(calls)
+      answers.forEach((text, n) => expect(text).toMatch(new RegExp(`^[AB]:${n}$`)))
+      // A died before its 2.5 s sleeps ended: everything was answered by B, including what A held.
+      expect(answeredBeforeKill).toEqual([])
+      expect(answers.every((text) => text.startsWith('B:'))).toBe(true)
+      const held = members.map((m) => m.partitions.join('+')).join(' and ')
+      console.info(`Kafka: replica A killed (partitions ${held} between the two); B answered all ${answers.length}, A's share after the group noticed`)
+    }, 120_000)
+  })
+
+  describe('losing the broker', () => {
+    const spec = service(fixtures, 'kafka-replica-service')
+
+    it(
+      'comes back by itself after a broker restart mid-load, and answers everything sent after',
+      async () => {
+        await runtime(fixtures)
+        const t = await transport()
+        const c = await client(t, spec)
+        expect(await c.call({ arguments: { n: 0 } }, { timeoutMs: CALL_TIMEOUT_MS })).toMatch(/^A:0$/)
+
+        // Load while the broker goes away: calls in flight then may be answered late or not at all.
+        let loading = true
+        let lostOrLate = 0
+        const load = Array.from({ length: 8 }, async (_, worker) => {
+          for (let n = 0; loading; n++) {
+            await c.call({ arguments: { n: worker * 1_000_000 + n } }, { timeoutMs: 2000 }).catch(() => lostOrLate++)
+          }
+        })
+        await new Promise((resolve) => setTimeout(resolve, 300))
+
+        const stopping = Date.now()
+        await kafkaScript('restart')
+        const ready = Date.now()
+        // Within 20 s of the broker being back (the issue's bound): a fail-safe, the measured time is printed.
+        await waitFor(
+          'the bridge to answer after the restart',
+          () =>
+            c.call({ arguments: { n: -1 } }, { timeoutMs: 1000 }).then(
+              () => true,
+              () => false,
+            ),
+          20_000,
+        )
+        const recovered = Date.now()
+        console.info(
+          `Kafka restart: first answer ${recovered - ready} ms after the broker was ready again ` +
+            `(${recovered - stopping} ms after the restart began)`,
+        )
+        loading = false
+        await Promise.all(load)
+
+        const answers = await Promise.all(Array.from({ length: 100 }, (_, n) => c.call({ arguments: { n } }, { timeoutMs: CALL_TIMEOUT_MS })))
+        answers.forEach((text, n) => expect(text).toBe(`A:${n}`))
+        console.info(`Kafka restart: ${lostOrLate} calls of the load were lost or late`)
+      },
+      180_000,
+    )
+  })
+
+  describe('the transport', () => {
+    it('hands a consumer at most `concurrency` unacked deliveries, the rest as it acks, and a nacked one again', async () => {
+      const queue = `request:tg:kafka-flow-${randomUUID().slice(0, 8)}`
+      const t = await transport()
+      const deliveries: Delivery[] = []
+      await t.consume(queue, { subscription: 'sub', concurrency: 3 }, (delivery) => deliveries.push(delivery))
+      for (let i = 0; i < 10; i++) await t.publish(queue, utf8.encode(String(i)), {})
+      await waitFor('3 deliveries', () => deliveries.length === 3)
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      expect(deliveries).toHaveLength(3) // held back until one is settled
+      deliveries[0]!.ack()
+      await waitFor('a fourth delivery', () => deliveries.length === 4)
+      expect(deliveries.map((d) => new TextDecoder().decode(d.body))).toEqual(['0', '1', '2', '3'])
+      deliveries[1]!.nack()
+      await waitFor('the nacked message back, marked redelivered', () => deliveries.some((d) => d.redelivered))
+      expect(new TextDecoder().decode(deliveries.find((d) => d.redelivered)!.body)).toBe('1')
+      await dropTopicsAndGroups([queue.replace('request:tg:', 'tg.request.')], ['sub'])
+    })
+
+    it('gives headers as strings and carries a 10 MB message, as TrustGraph allows', async () => {
+      const t = await transport()
+      expect(t.maxMessageBytes).toBe(10 * 1024 * 1024)
+      const body = new Uint8Array(10 * 1024 * 1024).map((_, i) => i % 251)
+      const received: Delivery[] = []
+      await t.subscribe('response:tg:kafka-big', (delivery) => (delivery.ack(), received.push(delivery)))
+      await t.publish('response:tg:kafka-big', body, { [ID_PROPERTY]: 'big', other: 'värde' })
+      await waitFor('the delivery', () => received.length === 1)
+      expect(received[0]!.properties).toEqual({ id: 'big', other: 'värde' })
+      expect(Buffer.compare(Buffer.from(received[0]!.body), Buffer.from(body))).toBe(0)
+    })
+
+    it("refuses a message over 10 MB without sending it, and names message.max.bytes when the broker refuses one", async () => {
+      const t = await transport()
+      const over = await t.publish('response:tg:kafka-big', new Uint8Array(t.maxMessageBytes + 1), {}).catch((err: unknown) => err)
+      expect(over).toBeInstanceOf(ToolbridgeError)
+      expect((over as ToolbridgeError).kind).toBe('too-large')
+
+      const small = 'tg.response.kafka-small-limit'
+      await dropTopicsAndGroups([small], [])
+      const admin = kafkaAdmin()
+      await admin.createTopics({ topics: [small], partitions: 1, replicas: 1, configs: [{ name: 'max.message.bytes', value: '1000' }] })
+      await admin.close()
+      const refused = (await t.publish('response:tg:kafka-small-limit', new Uint8Array(5000), {}).catch((err: unknown) => err)) as ToolbridgeError
+      expect(refused).toBeInstanceOf(ToolbridgeError)
+      expect(refused.kind).toBe('too-large')
+      expect(refused.retriable).toBe(false)
+      expect(refused.message).toContain('message.max.bytes')
+      await dropTopicsAndGroups([small], [])
+    })
+
+    it('gives up connecting to a broker that is not there, with an unavailable error and no password', async () => {
+      const t = new KafkaTransport('kafka://svc:Another-Secret@127.0.0.1:1', { connectRetry: { retries: 1, initialRetryTime: 10 } })
+      cleanups.push(() => t.close())
+      const error = (await t.connect().catch((err: unknown) => err)) as ToolbridgeError
+      expect(error).toBeInstanceOf(ToolbridgeError)
+      expect(error.kind).toBe('unavailable')
+      expect(error.message).toContain('127.0.0.1:1')
+      expect(error.message).not.toContain('Another-Secret')
+    })
+  })
+
+  describe.skipIf(!trustgraphInstalled())("TrustGraph's own client (trustgraph-base, Kafka backend) calling the bridge", () => {
+    const queues = (id: string) => service(examples, id)
+    const kafka = { backend: 'kafka' as const, bootstrapServers: '127.0.0.1:9092' }
+    let bridge: Runtime
+    beforeAll(async () => {
+      bridge = await startRuntime(examples, settings)
+    })
+    afterAll(async () => {
+      await bridge?.stop()
+    })
+
+    it('gets a single answer from request()', async () => {
+      const [result] = await trustgraphClientCalls(queues('joke-service'), [{ config: { style: 'dad-joke' }, arguments: { topic: 'programming' } }], kafka)
+      expect(result).toEqual({
+        response: "Hey there! Here's a dad-joke for you:\n\nWhy do programmers prefer dark mode? Because light attracts bugs.",
+        error: null,
+        messages: 1,
+      })
+    })
+
+    it('gets every chunk from request_stream(), the last one ending the stream', async () => {
+      const [result] = await trustgraphClientCalls(
+        queues('story-service'),
+        [{ config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 }, stream: true }],
+        kafka,
+      )
+      expect(result!.error).toBeNull()
+      expect(result!.messages).toBe(4)
+      expect(result!.response).toBe(
+        'Once upon a time, Ada lived in a small town by the sea. ' +
+          'Every morning, Ada looked at the horizon and wondered what lay beyond it. ' +
+          'One day a stranger arrived with a map that nobody in a small town by the sea could read.',
+      )
+    })
+
+    it.runIf(existsSync(CALCULATOR))("decodes error answers into TrustGraph's Error", async () => {
+      const results = await trustgraphClientCalls(queues('calculator-service'), [{ arguments: {} }, { arguments: { expression: '1/0' } }], kafka)
+      expect(results[0]!.error).toEqual({ type: 'invalid-arguments', message: 'invalid arguments: "expression" is required' })
+      expect(results[1]!.error?.type).toBe('tool-service-error')
+      expect(results[1]!.error?.message).toContain('division by zero')
+    })
+  })
+})
+
+if (!trustgraphInstalled()) console.log(`skipping TrustGraph's Kafka client tests: needs TrustGraph's packages (${TRUSTGRAPH_INSTALL})`)
