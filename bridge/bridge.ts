@@ -6,10 +6,12 @@
 import type { ToolServiceSpec } from '../shared/descriptors.ts'
 import { isToolbridgeError } from '../shared/errors.ts'
 import { decodeRequest, ID_PROPERTY, UNKNOWN_ID } from '../shared/protocol.ts'
+import { compileEventShape, type EventMapping } from './event-shapes.ts'
 import type { Invoker, Outcome } from './invokers/invoker.ts'
 import { LinkedList } from './linked-list.ts'
 import { silentLogger, type Logger } from './logger.ts'
-import { compileRequestCheck, type RequestCheck } from './request-checks.ts'
+import { compileRequestCheck, compileToolIdentifier, type RequestCheck } from './request-checks.ts'
+import { noMetrics, type BridgeMetrics } from './metrics.ts'
 import { createResponder } from './responders.ts'
 import type { Consumer, Delivery, Transport } from './transports/transport.ts'
 
@@ -22,6 +24,7 @@ export interface BridgeOptions {
   drainTimeoutMs?: number
   /** Requests larger than this are refused without invoking. Default: the transport's message limit. */
   maxRequestBytes?: number
+  metrics?: BridgeMetrics
 }
 
 export interface Bridge {
@@ -30,6 +33,8 @@ export interface Bridge {
   /** Stops taking requests, drains those in flight, closes transport and invoker. */
   stop(): Promise<void>
   readonly inFlight: number
+  /** Every request queue subscribed and the broker connected; false before start, while reconnecting and from stop on. */
+  readonly ready: boolean
 }
 
 export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000
@@ -40,6 +45,9 @@ export const requestSubscription = (serviceId: string) => `${serviceId}-request`
 interface Served {
   spec: ToolServiceSpec
   check: RequestCheck
+  shape: EventMapping
+  /** The tool a request's config values point to, '' if none or several. */
+  toolOf: (config: Record<string, unknown>) => string
 }
 
 export function createBridge(options: BridgeOptions): Bridge {
@@ -47,59 +55,105 @@ export function createBridge(options: BridgeOptions): Bridge {
   const logger = options.logger ?? silentLogger
   const drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS
   const maxRequestBytes = options.maxRequestBytes ?? transport.maxMessageBytes
+  const metrics = options.metrics ?? noMetrics
+  let serving = false
   const consumers: Consumer[] = []
   /** Deliveries being worked on, and a way to give each back if the drain runs out. */
   const inFlight = new LinkedList<() => void>()
   let drained: (() => void) | undefined
 
-  async function evaluate(served: Served, delivery: Delivery, chunk: (text: string) => void): Promise<Outcome> {
-    const { spec } = served
+  /** The tool behind a request (its label in logs and metrics) and what its checks decided. */
+  interface Taken {
+    tool: string
+    /** Set when the request cannot succeed: answered without invoking. */
+    refused: Outcome | undefined
+    event: unknown
+  }
+
+  /** Everything about a request that needs no waiting: size, decoding, checks, the event. */
+  function take(served: Served, delivery: Delivery): Taken {
     if (delivery.body.byteLength > maxRequestBytes) {
-      return { ok: false, kind: 'too-large', message: `request of ${delivery.body.byteLength} bytes is over the limit of ${maxRequestBytes}` }
+      const message = `request of ${delivery.body.byteLength} bytes is over the limit of ${maxRequestBytes}`
+      return { tool: '', refused: { ok: false, kind: 'too-large', message }, event: undefined }
     }
     const decoded = decodeRequest(delivery.body)
-    if (!decoded.ok) return { ok: false, kind: 'bad-request', message: decoded.message }
+    if (!decoded.ok) return { tool: '', refused: { ok: false, kind: 'bad-request', message: decoded.message }, event: undefined }
+    const tool = served.toolOf(decoded.value.config)
     const checked = served.check(decoded.value)
-    if (!checked.ok) return checked
-    return invoker.invoke({ target: spec, event: checked.request, onChunk: chunk })
+    if (!checked.ok) return { tool, refused: checked, event: undefined }
+    const event = served.shape.event(checked.request)
+    if (!event.ok) return { tool, refused: event, event: undefined }
+    return { tool, refused: undefined, event: event.event }
+  }
+
+  /**
+   * The outcome for a request, whatever happens: an exception here (a bug,
+   * or input that defeats a check) becomes an error answer. Were it left to
+   * escape, the request would be handed back and redelivered forever.
+   */
+  async function outcomeOf(served: Served, delivery: Delivery, chunk: (text: string) => void, taken: { tool: string }): Promise<Outcome> {
+    try {
+      const { tool, refused, event } = take(served, delivery)
+      taken.tool = tool
+      if (refused) return refused
+      return served.shape.answer(await invoker.invoke({ target: served.spec, event, onChunk: chunk }))
+    } catch (err) {
+      logger.error({ service: served.spec.id, err: (err as Error).message }, 'unexpected error while handling a request')
+      return { ok: false, kind: 'crash', message: `the bridge could not handle this request: ${(err as Error).message}` }
+    }
   }
 
   async function handle(served: Served, delivery: Delivery): Promise<void> {
     const { spec } = served
+    const started = performance.now()
     const id = delivery.properties[ID_PROPERTY] || UNKNOWN_ID
     let settled = false
     const settle = (how: 'ack' | 'nack') => {
       if (settled) return
       settled = true
       inFlight.remove(entry)
+      metrics.inFlight(spec.id, -1)
       if (how === 'ack') delivery.ack()
       else delivery.nack()
       if (inFlight.size === 0) drained?.()
     }
     const entry = inFlight.push(() => settle('nack'))
+    metrics.inFlight(spec.id, 1)
     const properties = { [ID_PROPERTY]: id }
     const responder = createResponder(
       spec.response,
       (body) => transport.publish(spec.responseQueue, body, properties),
       transport.maxMessageBytes,
     )
+    const taken = { tool: '' }
     try {
       // Once given back (drain timeout), another consumer answers it: publish nothing more.
-      const outcome = await evaluate(served, delivery, (text) => {
-        if (!settled) responder.chunk(text)
-      })
+      const answering = outcomeOf(
+        served,
+        delivery,
+        (text) => {
+          if (settled) return
+          responder.chunk(text)
+          metrics.chunkPublished(spec.id)
+        },
+        taken,
+      )
+      // Decoding and checks run before outcomeOf first waits: the tool is known by now.
+      metrics.received(spec.id, taken.tool, delivery.redelivered)
+      const outcome = await answering
       if (settled) return
-      if (!outcome.ok) logger.warn({ service: spec.id, id, kind: outcome.kind }, outcome.message)
+      if (!outcome.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: outcome.kind }, outcome.message)
       await responder.finish(outcome)
+      metrics.answered(spec.id, taken.tool, outcome.ok ? undefined : outcome.kind, (performance.now() - started) / 1000)
       settle('ack')
     } catch (err) {
       if (isToolbridgeError(err) && !err.retriable) {
         // It would fail the same way on every redelivery: drop it rather than loop.
-        logger.error({ service: spec.id, id, err: err.message }, 'could not publish the response; request dropped')
+        logger.error({ service: spec.id, tool: taken.tool, id, err: err.message }, 'could not publish the response; request dropped')
         settle('ack')
       } else {
         // Give the request back so it can be answered; never ack and lose it.
-        logger.error({ service: spec.id, id, err: (err as Error).message }, 'could not publish the response; request returned to the queue')
+        logger.error({ service: spec.id, tool: taken.tool, id, err: (err as Error).message }, 'could not publish the response; request returned to the queue')
         settle('nack')
       }
     }
@@ -108,6 +162,10 @@ export function createBridge(options: BridgeOptions): Bridge {
   return {
     get inFlight() {
       return inFlight.size
+    },
+
+    get ready() {
+      return serving && (transport.ready ?? true)
     },
 
     async start() {
@@ -119,7 +177,12 @@ export function createBridge(options: BridgeOptions): Bridge {
         }),
       )
       for (const spec of services) {
-        const served: Served = { spec, check: compileRequestCheck(spec) }
+        const served: Served = {
+          spec,
+          check: compileRequestCheck(spec),
+          shape: compileEventShape(spec.shape),
+          toolOf: compileToolIdentifier(spec),
+        }
         const consumer = await transport.consume(
           spec.requestQueue,
           { subscription: requestSubscription(spec.id), concurrency: spec.concurrency },
@@ -127,9 +190,11 @@ export function createBridge(options: BridgeOptions): Bridge {
         )
         consumers.push(consumer)
       }
+      serving = true
     },
 
     async stop() {
+      serving = false // not ready from here: a load balancer or orchestrator stops sending work
       await Promise.all(consumers.splice(0).map((c) => c.close()))
       if (inFlight.size > 0) {
         logger.info({ inFlight: inFlight.size, drainTimeoutMs }, 'draining requests in flight')

@@ -3,6 +3,7 @@
  * logger fits, and tests can pass a silent one.
  */
 import pino from 'pino'
+import pretty from 'pino-pretty'
 
 type LogFn = (fields: object, message: string) => void
 
@@ -18,7 +19,12 @@ export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
 
-/** Structured JSON lines on stderr; stdout stays for what the commands print. */
-export function createLogger(level: LogLevel): Logger {
-  return pino({ level, base: undefined }, pino.destination(2))
+/**
+ * Structured JSON lines on stderr (stdout stays for what the commands
+ * print); readable lines instead when stderr is a terminal, unless `json`.
+ */
+export function createLogger(level: LogLevel, options: { json?: boolean } = {}): Logger {
+  const readable = !options.json && process.stderr.isTTY === true
+  const destination = readable ? pretty({ destination: 2, sync: true, ignore: 'pid,hostname' }) : pino.destination(2)
+  return pino({ level, base: undefined }, destination)
 }

@@ -56,3 +56,21 @@ export function compileRequestCheck(spec: ToolServiceSpec): RequestCheck {
     return { ok: true, request: checked.value === request.arguments ? request : { ...request, arguments: checked.value } }
   }
 }
+
+/** The name of the one tool whose config values a request carries; '' when none or several match. */
+export function compileToolIdentifier(spec: ToolServiceSpec): (config: Record<string, unknown>) => string {
+  const tools = spec.tools
+  if (tools.length === 1 && Object.keys(tools[0]!.config).length === 0) {
+    const only = tools[0]!.name
+    return () => only
+  }
+  return (config) => {
+    let found = ''
+    for (const tool of tools) {
+      if (!matchesConfig(tool, config)) continue
+      if (found !== '') return ''
+      found = tool.name
+    }
+    return found
+  }
+}

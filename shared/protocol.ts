@@ -63,8 +63,38 @@ export function parseJsonBytes(bytes: Uint8Array): Decoded<unknown> {
   }
 }
 
+/**
+ * How deeply config and arguments may nest. Far beyond any tool's needs;
+ * a value nested deeper would overflow the stack of whatever walks it
+ * recursively (structured clone to a worker, JSON.stringify, a function's
+ * own code). JSON.parse itself copes with any depth.
+ */
+export const MAX_NESTING_DEPTH = 100
+
+/** Whether objects and arrays nest more than `limit` levels, walked without recursion. */
+function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]]
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!
+    if (typeof item !== 'object' || item === null) continue
+    if (depth > limit) return true
+    for (const child of Array.isArray(item) ? item : Object.values(item)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1])
+    }
+  }
+  return false
+}
+
 /** `config` / `arguments`: a JSON string of an object, an object, or empty/absent for `{}`. */
 function decodeObjectField(name: string, value: unknown): Decoded<Record<string, unknown>> {
+  const decoded = decodeObjectText(name, value)
+  if (decoded.ok && nestsDeeperThan(decoded.value, MAX_NESTING_DEPTH)) {
+    return { ok: false, message: `"${name}" nests deeper than ${MAX_NESTING_DEPTH} levels` }
+  }
+  return decoded
+}
+
+function decodeObjectText(name: string, value: unknown): Decoded<Record<string, unknown>> {
   if (value === undefined || value === null || value === '') return { ok: true, value: {} }
   if (isRecord(value)) return { ok: true, value }
   if (typeof value !== 'string') {

@@ -8,6 +8,7 @@ import {
   encodeResponse,
   errorResponse,
   finalResponse,
+  MAX_NESTING_DEPTH,
   resultText,
   type Decoded,
   type ToolRequest,
@@ -373,5 +374,26 @@ describe('resultText', () => {
 
   it('sends undefined as the empty string', () => {
     expect(resultText(undefined)).toBe('')
+  })
+})
+
+describe('nesting depth of config and arguments', () => {
+  const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth)
+  const body = (args: string) => new TextEncoder().encode(`{"config": "{}", "arguments": {"a": ${args}}}`)
+
+  it(`accepts ${MAX_NESTING_DEPTH} levels (the object itself is one)`, () => {
+    expect(decodeRequest(body(nested(MAX_NESTING_DEPTH - 1))).ok).toBe(true)
+  })
+
+  it('refuses one level more, and 100,000 levels, as a bad request without walking them recursively', () => {
+    for (const depth of [MAX_NESTING_DEPTH, 100_000]) {
+      expect(decodeRequest(body(nested(depth)))).toStrictEqual({ ok: false, message: `"arguments" nests deeper than ${MAX_NESTING_DEPTH} levels` })
+    }
+  })
+
+  it('counts objects as well as arrays, in config too', () => {
+    const deepObject = '{"a":'.repeat(MAX_NESTING_DEPTH + 1) + '1' + '}'.repeat(MAX_NESTING_DEPTH + 1)
+    const request = new TextEncoder().encode(JSON.stringify({ config: deepObject, arguments: '{}' }))
+    expect(decodeRequest(request)).toStrictEqual({ ok: false, message: `"config" nests deeper than ${MAX_NESTING_DEPTH} levels` })
   })
 })

@@ -82,6 +82,8 @@ export interface RabbitTransportOptions {
   reconnectRetry?: RetryOptions
   /** How long publish(), consume() and subscribe() wait for a connection while reconnecting. */
   waitForConnectionMs?: number
+  /** Called each time a lost connection is back, consumers restored (metrics). */
+  onReconnect?: () => void
 }
 
 // What TrustGraph's aio-pika backend declares (see the top comment).
@@ -252,6 +254,7 @@ export class RabbitTransport implements Transport {
   private readonly socketOptions: SocketOptions
   private readonly password: string
   private readonly logger: Logger
+  private readonly onReconnect: (() => void) | undefined
   private readonly connectRetry: Retrier
   private readonly reconnectRetry: Retrier
   private readonly waitForConnectionMs: number
@@ -277,6 +280,7 @@ export class RabbitTransport implements Transport {
       clientProperties: { connection_name: 'toolbridge' },
     }
     this.logger = options.logger ?? silentLogger
+    this.onReconnect = options.onReconnect
     this.connectRetry = createRetry({ ...DEFAULT_CONNECT_RETRY, ...options.connectRetry })
     this.reconnectRetry = createRetry({ ...DEFAULT_RECONNECT_RETRY, ...options.reconnectRetry })
     this.waitForConnectionMs = options.waitForConnectionMs ?? DEFAULT_WAIT_FOR_CONNECTION_MS
@@ -352,6 +356,11 @@ export class RabbitTransport implements Transport {
     }
   }
 
+  /** Connected, with every consumer restored (a session becomes current only then). */
+  get ready(): boolean {
+    return this.session !== undefined && this.session.alive
+  }
+
   // --- connection -----------------------------------------------------------
 
   /** Connects (first time) or reconnects, with backoff, then makes the new session current. */
@@ -397,7 +406,10 @@ export class RabbitTransport implements Transport {
           waiter.resolve(session)
         }
         this.waiters.clear()
-        if (!initial) this.logger.info({ broker: this.address, afterMs: Date.now() - started }, 'reconnected to RabbitMQ')
+        if (!initial) {
+          this.logger.info({ broker: this.address, afterMs: Date.now() - started }, 'reconnected to RabbitMQ')
+          this.onReconnect?.()
+        }
         return session
       },
       (err: unknown) => {

@@ -45,6 +45,11 @@ export interface Transport {
   readonly address: string
   /** Largest message body the broker accepts by default. */
   readonly maxMessageBytes: number
+  /**
+   * Connected now, with every consumer attached (readiness). Absent on
+   * transports that cannot lose their connection (the embedded broker).
+   */
+  readonly ready?: boolean
   connect(): Promise<void>
   /** Competing consumer on a request queue. Resolves once messages can arrive. */
   consume(queue: string, options: ConsumeOptions, onDelivery: OnDelivery): Promise<Consumer>
