@@ -41,7 +41,7 @@ function toolbridge(...args: string[]): Promise<Run> {
 
 const lines = (text: string) => text.split('\n').filter((line) => line.trim() !== '')
 
-/** A `toolbridge start` child with its HTTP gateway on a free port. */
+/** A `toolbridge [global options] start [start options]` child with its HTTP gateway on a free port. */
 class Server {
   readonly child: ChildProcessByStdio<null, Readable, Readable>
   stdout = ''
@@ -49,8 +49,8 @@ class Server {
   readonly url: Promise<string>
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 
-  constructor(...args: string[]) {
-    this.child = spawn(process.execPath, ['bridge/cli.ts', ...args, 'start', '--port', '0', '--log-level', 'warn'], {
+  constructor(globalArgs: string[] = [], startArgs: string[] = []) {
+    this.child = spawn(process.execPath, ['bridge/cli.ts', ...globalArgs, 'start', '--port', '0', '--log-level', 'warn', ...startArgs], {
       cwd: ROOT,
       env: cleanEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -116,6 +116,30 @@ describe('toolbridge invoke', () => {
     expect(run.code).not.toBeNull()
     expect(run.stderr).toContain('--no-such-flag')
     expect(run.stdout).toBe('')
+  })
+})
+
+describe('toolbridge invoke --url, through a running toolbridge start', () => {
+  // Its functions are "on Lambda" at an endpoint where nothing listens: an answer that says so
+  // can only come from that bridge, never from one `invoke` would start of its own.
+  let server: Server
+  let url: string
+  beforeAll(async () => {
+    server = new Server([], ['--invoker', 'lambda', '--lambda-endpoint', 'http://127.0.0.1:9', '--lambda-retry-window', '0'])
+    url = await server.url
+  })
+  afterAll(() => server?.stop())
+
+  it('goes through that bridge and its invoker', async () => {
+    const run = await toolbridge('invoke', 'tell-joke', '--arg', 'topic=cats', '--url', url, '--timeout', '20')
+    expect(run.code).toBe(1)
+    expect(lines(run.stderr)).toEqual([expect.stringMatching(/^error: unavailable: calling "toolbridge-joke" on http:\/\/127\.0\.0\.1:9: .*ECONNREFUSED/)])
+  })
+
+  it('says so in one line when nothing answers at --url', async () => {
+    const run = await toolbridge('invoke', 'tell-joke', '--arg', 'topic=cats', '--url', 'http://127.0.0.1:9')
+    expect(run.code).toBe(1)
+    expect(lines(run.stderr)).toEqual(['toolbridge: --url http://127.0.0.1:9: no toolbridge answers there'])
   })
 })
 
@@ -272,6 +296,15 @@ describe('toolbridge start with the example functions', () => {
     expect(messages.at(-1)).toEqual({ response: "Hey alice! Here's a pun for you:\n\nWhat do you call a pile of cats? A meowtain." })
   })
 
+  it('`invoke --url` prints its streamed story, and its error answers as invoke does', async () => {
+    const story = await toolbridge('invoke', 'tell-story', '--arg', 'hero=Ada', '--arg', 'sentences=2', '--stream', '--url', url)
+    expect(story).toMatchObject({ code: 0, stderr: '' })
+    expect(story.stdout).toBe('Once upon a time, Ada lived in a small town by the sea. Every morning, Ada looked at the horizon and wondered what lay beyond it.\n')
+    const missing = await toolbridge('invoke', 'tell-joke', '--url', url)
+    expect(missing.code).toBe(1)
+    expect(lines(missing.stderr)).toEqual([expect.stringMatching(/^error: invalid-arguments: .*"topic" is required/)])
+  })
+
   it('streams POST /tools/tell-story as chunk lines, then the whole response', async () => {
     const res = await post(`${url}/tools/tell-story`, { arguments: { hero: 'Ada' } })
     expect(res.status).toBe(200)
@@ -299,7 +332,7 @@ describe('toolbridge start with the example functions', () => {
 
 describe('toolbridge start, stopped by SIGTERM', () => {
   it('finishes a request in flight, then exits 0', async () => {
-    const server = new Server('-c', FAULTS_YML)
+    const server = new Server(['-c', FAULTS_YML])
     try {
       const url = await server.url
       const res = await post(`${url}/tools/slow-stream`, { arguments: { ms: 1000 } })

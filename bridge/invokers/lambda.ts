@@ -45,6 +45,8 @@ export interface LambdaInvokerOptions {
   region?: string
   /** Use fixed dummy credentials (serverless-offline ignores them) instead of the standard credential chain. */
   dummyCredentials?: boolean
+  /** Credentials other than the standard chain's, such as an assumed role's (bridge/lambda-functions.ts). */
+  credentials?: LambdaClientConfig['credentials']
   /** How long throttling and 5xx answers are retried before the request gets an error response. */
   retryWindowMs?: number
   /** How many times a call that failed on the network is tried again. */
@@ -150,7 +152,7 @@ export class LambdaInvoker implements Invoker {
       maxAttempts: 1, // the SDK's retries off: bridge/retry.ts is the one retrier
       endpoint: options.endpoint,
       region: options.region,
-      credentials: options.dummyCredentials ? DUMMY_CREDENTIALS : undefined,
+      credentials: options.dummyCredentials ? DUMMY_CREDENTIALS : options.credentials,
       // Each service's `concurrency` bounds the calls; the SDK's default of 50 sockets would queue
       // calls behind long streams, eating into their timeout.
       requestHandler: { httpAgent: { keepAlive: true, maxSockets: Infinity }, httpsAgent: { keepAlive: true, maxSockets: Infinity } },
@@ -196,11 +198,8 @@ export class LambdaInvoker implements Invoker {
           this.inFlight.add(controller)
           // One timer per attempt, cleared when it ends, rather than an AbortSignal.timeout left pending.
           const timer = setTimeout(() => controller.abort('timeout'), target.timeoutMs)
-          const streaming = target.response === 'stream' && !this.noStreamingApi
           try {
-            return streaming
-              ? await this.callStreaming(target.lambdaName, payload, controller.signal, forward)
-              : await this.call(target.lambdaName, payload, controller.signal)
+            return await this.callOnce(target, payload, controller.signal, forward)
           } catch (error) {
             if (controller.signal.aborted) {
               return bail(
@@ -211,16 +210,6 @@ export class LambdaInvoker implements Invoker {
             }
             const failure = classify(error)
             const what = `calling "${target.lambdaName}" on ${this.where}`
-            if (streaming && !sentChunks && isMissingApi(error)) {
-              if (!this.noStreamingApi) {
-                this.logger.warn(
-                  { endpoint: this.where, fn: target.lambdaName },
-                  'the endpoint has no InvokeWithResponseStream (serverless-offline has none): stream services are called with Invoke, their answer in one piece',
-                )
-              }
-              this.noStreamingApi = true
-              throw new RetryableCall('no InvokeWithResponseStream at the endpoint; calling Invoke instead', error)
-            }
             if (sentChunks) return bail(new ToolbridgeError('unavailable', `the response stream broke off, ${what}: ${failure.message}`, { cause: error }))
             if (failure.type === 'final') return bail(new ToolbridgeError(failure.kind, `${what}: ${failure.message}`, { cause: error }))
             if (failure.type === 'network') {
@@ -255,6 +244,34 @@ export class LambdaInvoker implements Invoker {
     } catch (error) {
       if (isToolbridgeError(error)) return { ok: false, kind: error.kind, message: error.message }
       return { ok: false, kind: 'unavailable', message: `calling "${target.lambdaName}": ${(error as Error).message}` }
+    }
+  }
+
+  /**
+   * One call: InvokeWithResponseStream for a `stream` service, Invoke
+   * otherwise — and Invoke at once, from then on, when the endpoint turns out
+   * to have no streaming API.
+   */
+  private async callOnce(
+    target: FunctionTarget,
+    payload: Uint8Array,
+    signal: AbortSignal,
+    onChunk: (text: string) => void,
+  ): Promise<Outcome> {
+    if (target.response !== 'stream' || this.noStreamingApi) return this.call(target.lambdaName, payload, signal)
+    try {
+      return await this.callStreaming(target.lambdaName, payload, signal, onChunk)
+    } catch (error) {
+      // A 404 for the API itself comes before any chunk.
+      if (signal.aborted || !isMissingApi(error)) throw error
+      if (!this.noStreamingApi) {
+        this.noStreamingApi = true
+        this.logger.warn(
+          { endpoint: this.where, fn: target.lambdaName },
+          'the endpoint has no InvokeWithResponseStream (serverless-offline has none): stream services are called with Invoke, their answer in one piece',
+        )
+      }
+      return this.call(target.lambdaName, payload, signal)
     }
   }
 
