@@ -1,0 +1,270 @@
+/**
+ * Soak: 100,000 requests through one bridge on RabbitMQ, watching its memory
+ * and event loop over time.
+ *
+ *   npm run bench:soak        (RabbitMQ running: scripts/rabbitmq.sh start)
+ *
+ * The bridge runs as users run it, `toolbridge start --broker amqp://...` in
+ * a process of its own (worker-thread invoker, the example serverless.yml),
+ * so its RSS is its own (worker threads included) and not this client's.
+ * A closed loop of BENCH_INFLIGHT callers sends a mix of the examples (8 in
+ * 10 tell-joke, 1 calculate, 1 tell-story, streamed) and checks every answer.
+ * Once a second: the bridge's RSS (/proc/<pid>/status), its event-loop delay
+ * p99 (`nodejs_eventloop_lag_p99_seconds` from its own /metrics) and the
+ * answers so far.
+ *
+ * Target: RSS after warm-up (the first 10 % of requests) grows < 10 % by the
+ * end, and no request is lost (every call answered, correctly).
+ * Prints a table per tenth of the run; writes JSON and an SVG chart of RSS and
+ * throughput over time.
+ *
+ * Environment:
+ *   BENCH_REQUESTS   requests in all (default 100000)
+ *   BENCH_INFLIGHT   callers (default 32)
+ *   BENCH_INVOKER    the bridge's invoker (default local: worker threads)
+ *   BENCH_BROKER     default TOOLBRIDGE_BROKER, else amqp://guest:guest@127.0.0.1:5672/
+ *   BENCH_OUT        JSON path (default bench/results/soak.json); the SVG goes beside it
+ */
+import { spawn } from 'node:child_process'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { relative, resolve } from 'node:path'
+import { RequestClient } from '../bridge/client.ts'
+import { RabbitTransport } from '../bridge/transports/rabbitmq.ts'
+import { defaultQueues } from '../shared/queues.ts'
+import { handler as joke } from '../functions/joke/handler.ts'
+import { loadJokeTool, machineInfo, describeMachine, fmt, fmtInt, loadAverage, numberEnv, printHeader, printRow, ROOT, writeResults, type Column } from './support.ts'
+import { lineChartSvg } from './svg-chart.ts'
+
+const TOTAL = Math.floor(numberEnv('BENCH_REQUESTS', 100_000, 100))
+const IN_FLIGHT = Math.floor(numberEnv('BENCH_INFLIGHT', 32, 1))
+const BROKER = process.env.BENCH_BROKER || process.env.TOOLBRIDGE_BROKER || 'amqp://guest:guest@127.0.0.1:5672/'
+const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/soak.json')
+const SVG = OUT.replace(/\.json$/, '') + '.svg'
+const TARGET_RSS_GROWTH = 0.1
+const WARMUP_FRACTION = 0.1
+const CALL_TIMEOUT_MS = 30_000
+const INVOKER = process.env.BENCH_INVOKER || 'local'
+
+interface Sample {
+  seconds: number
+  answered: number
+  rssMiB: number
+  /** The bridge's main-thread heap in use (worker threads have their own). */
+  heapUsedMiB: number
+  eventLoopP99Ms: number
+}
+
+/**
+ * serverless.yml with topics of the soak's own (`soak-joke`, ...), beside it so
+ * that handler paths still resolve: nothing else on the broker (tests,
+ * TrustGraph's own joke service) competes for these queues.
+ */
+const SOAK_YML = resolve(ROOT, `.soak-${process.pid}.serverless.yml`)
+const SOAK_TOPIC = (topic: string) => `soak-${topic}`
+
+/** `toolbridge start` in a child process; resolves with its pid and HTTP address once it serves. */
+async function startBridge(): Promise<{ pid: number; url: string; stop(): Promise<void> }> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
+  const yml = readFileSync(resolve(ROOT, 'serverless.yml'), 'utf8').replace(/^( +topic: )(\S+)$/gm, (_, key: string, topic: string) => key + SOAK_TOPIC(topic))
+  writeFileSync(SOAK_YML, yml)
+  const args = ['bridge/cli.ts', '-c', SOAK_YML, 'start', '--broker', BROKER, '--invoker', INVOKER, '--port', '0', '--log-level', 'warn']
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  let out = ''
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    child.stdout!.on('data', (data: Buffer) => {
+      out += data.toString()
+      const match = /HTTP: (http:\/\/[^/\s]+)\/tools/.exec(out)
+      if (match) resolveUrl(match[1]!)
+    })
+    child.once('exit', (code) => reject(new Error(`toolbridge start exited (${code}):\n${out}`)))
+  })
+  return {
+    pid: child.pid!,
+    url,
+    stop: () =>
+      new Promise<void>((done) => {
+        child.once('exit', () => done())
+        child.kill('SIGTERM')
+      }).finally(() => rmSync(SOAK_YML, { force: true })),
+  }
+}
+
+function rssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kb = Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1])
+  return kb / 1024
+}
+
+/** Event-loop delay p99 (ms) and main-thread heap in use (MiB), from the bridge's own /metrics. */
+async function fromMetrics(url: string): Promise<{ eventLoopP99Ms: number; heapUsedMiB: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  const value = (name: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(name + ' '))
+    return line ? Number(line.slice(name.length + 1)) : Number.NaN
+  }
+  return { eventLoopP99Ms: value('nodejs_eventloop_lag_p99_seconds') * 1000, heapUsedMiB: value('nodejs_heap_size_used_bytes') / 2 ** 20 }
+}
+
+async function main(): Promise<void> {
+  const { project } = loadJokeTool()
+  const spec = (id: string) => {
+    const found = project.services.find((s) => s.id === id)!
+    const queues = defaultQueues(SOAK_TOPIC(found.topic!))
+    return { requestQueue: queues.request, responseQueue: queues.response }
+  }
+  const machine = machineInfo({})
+  console.log(describeMachine(machine))
+  console.log(`soak: ${fmtInt(TOTAL)} requests, ${IN_FLIGHT} in flight, ${INVOKER} invoker, bridge on ${BROKER.replace(/\/\/[^@]*@/, '//')}`)
+
+  const bridge = await startBridge()
+  const transport = new RabbitTransport(BROKER)
+  await transport.connect()
+  const clients = {
+    joke: new RequestClient(transport, spec('joke-service')),
+    calculator: new RequestClient(transport, spec('calculator-service')),
+    story: new RequestClient(transport, spec('story-service')),
+  }
+  for (const client of Object.values(clients)) await client.start()
+
+  const topics = ['programming', 'cats', 'weather', 'music']
+  const expectedJoke = new Map<string, string>()
+  for (const topic of topics) expectedJoke.set(topic, (await joke({ user: 'soak', config: { style: 'pun' }, arguments: { topic } }, {})) as string)
+
+  let issued = 0
+  let answered = 0
+  const lost: string[] = []
+  /** One request of the mix, checked. */
+  async function one(n: number): Promise<void> {
+    try {
+      if (n % 10 === 8) {
+        const a = n % 977
+        const answer = await clients.calculator.call({ user: 'soak', config: {}, arguments: { expression: `${a} * 3` } }, { timeoutMs: CALL_TIMEOUT_MS })
+        if (answer !== String(a * 3)) lost.push(`calculate #${n}: ${answer}`)
+      } else if (n % 10 === 9) {
+        let chunks = 0
+        const answer = await clients.story.call(
+          { user: 'soak', config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 } },
+          { timeoutMs: CALL_TIMEOUT_MS, onChunk: () => chunks++ },
+        )
+        if (chunks !== 3 || !answer.startsWith('Once upon a time, Ada')) lost.push(`tell-story #${n}: ${chunks} chunks`)
+      } else {
+        const topic = topics[n % topics.length]!
+        const answer = await clients.joke.call({ user: 'soak', config: { style: 'pun' }, arguments: { topic } }, { timeoutMs: CALL_TIMEOUT_MS })
+        if (answer !== expectedJoke.get(topic)) lost.push(`tell-joke #${n}: ${answer.slice(0, 80)}`)
+      }
+    } catch (err) {
+      lost.push(`#${n}: ${(err as Error).message}`)
+    }
+    answered++
+  }
+
+  const samples: Sample[] = []
+  const started = performance.now()
+  const takeSample = async () => {
+    samples.push({
+      seconds: (performance.now() - started) / 1000,
+      answered,
+      rssMiB: rssMiB(bridge.pid),
+      ...(await fromMetrics(bridge.url)),
+    })
+  }
+  await takeSample()
+  const sampler = setInterval(() => void takeSample(), 1000)
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (issued < TOTAL) await one(issued++)
+    }),
+  )
+  clearInterval(sampler)
+  await takeSample()
+  const seconds = (performance.now() - started) / 1000
+
+  for (const client of Object.values(clients)) await client.close()
+  await transport.close()
+  await bridge.stop()
+
+  // The table: one row per tenth of the requests, from the samples.
+  interface Row {
+    tenth: number
+    atSeconds: number
+    answered: number
+    reqPerSec: number
+    rssMiB: number
+    heapUsedMiB: number
+    eventLoopP99Ms: number
+  }
+  const rows: Row[] = []
+  let previous = samples[0]!
+  for (let tenth = 1; tenth <= 10; tenth++) {
+    const sample = samples.find((s) => s.answered >= (TOTAL * tenth) / 10) ?? samples.at(-1)!
+    rows.push({
+      tenth,
+      atSeconds: sample.seconds,
+      answered: sample.answered,
+      reqPerSec: (sample.answered - previous.answered) / Math.max(1e-9, sample.seconds - previous.seconds),
+      rssMiB: sample.rssMiB,
+      heapUsedMiB: sample.heapUsedMiB,
+      eventLoopP99Ms: sample.eventLoopP99Ms,
+    })
+    previous = sample
+  }
+  const columns: Column<Row>[] = [
+    { title: 'tenth', width: 5, cell: (r) => String(r.tenth) },
+    { title: 'at s', width: 6, cell: (r) => fmt(r.atSeconds, 1) },
+    { title: 'answered', width: 8, cell: (r) => fmtInt(r.answered) },
+    { title: 'req/s', width: 6, cell: (r) => fmtInt(r.reqPerSec) },
+    { title: 'RSS MiB', width: 7, cell: (r) => fmt(r.rssMiB, 1) },
+    { title: 'heap MiB', width: 8, cell: (r) => fmt(r.heapUsedMiB, 1) },
+    { title: 'loop p99 ms', width: 11, cell: (r) => fmt(r.eventLoopP99Ms, 1) },
+  ]
+  printHeader(columns)
+  for (const row of rows) printRow(columns, row)
+
+  const afterWarmup = samples.find((s) => s.answered >= TOTAL * WARMUP_FRACTION)!
+  const end = samples.at(-1)!
+  const growth = (end.rssMiB - afterWarmup.rssMiB) / afterWarmup.rssMiB
+  const peak = Math.max(...samples.map((s) => s.rssMiB))
+  // Whether it levels off: growth over the second half alone.
+  const half = samples.find((s) => s.answered >= TOTAL / 2)!
+  const secondHalfGrowth = (end.rssMiB - half.rssMiB) / half.rssMiB
+  console.log(
+    `\n${fmtInt(answered)} answered in ${fmt(seconds, 1)} s (${fmtInt(answered / seconds)} req/s); lost or wrong: ${lost.length}` +
+      `\nRSS after warm-up ${fmt(afterWarmup.rssMiB, 1)} MiB, at the end ${fmt(end.rssMiB, 1)} MiB (${growth >= 0 ? '+' : ''}${fmt(growth * 100, 1)} %), peak ${fmt(peak, 1)} MiB` +
+      `\nRSS over the second half: ${fmt(half.rssMiB, 1)} -> ${fmt(end.rssMiB, 1)} MiB (${secondHalfGrowth >= 0 ? '+' : ''}${fmt(secondHalfGrowth * 100, 1)} %)` +
+      `\ntarget RSS growth < ${TARGET_RSS_GROWTH * 100} %: ${growth < TARGET_RSS_GROWTH ? 'met' : 'MISSED'}; no request lost: ${lost.length === 0 ? 'met' : 'MISSED'}`,
+  )
+  for (const line of lost.slice(0, 10)) console.log(`  ${line}`)
+  console.log(`load average after the run: ${loadAverage().join(' ')}`)
+
+  const throughput = samples.slice(1).map((s, i): [number, number] => [s.seconds, (s.answered - samples[i]!.answered) / (s.seconds - samples[i]!.seconds)])
+  writeFileSync(
+    SVG,
+    lineChartSvg({
+      title: `toolbridge on RabbitMQ: ${fmtInt(TOTAL)} requests, ${IN_FLIGHT} in flight`,
+      xLabel: 'seconds',
+      leftLabel: 'bridge RSS (MiB)',
+      rightLabel: 'answers per second',
+      series: [
+        { name: 'RSS MiB', color: '#c0392b', axis: 'left', points: samples.map((s) => [s.seconds, s.rssMiB]) },
+        { name: 'answers/s', color: '#2471a3', axis: 'right', points: throughput },
+      ],
+    }),
+  )
+  writeResults(OUT, {
+    bench: 'soak: the bridge on RabbitMQ',
+    settings: { requests: TOTAL, inFlight: IN_FLIGHT, warmupFraction: WARMUP_FRACTION },
+    target: { rssGrowth: TARGET_RSS_GROWTH, lost: 0 },
+    result: { seconds, answered, lost: lost.length, rssAfterWarmupMiB: afterWarmup.rssMiB, rssEndMiB: end.rssMiB, rssGrowth: growth, secondHalfRssGrowth: secondHalfGrowth, peakRssMiB: peak },
+    machine,
+    rows,
+    samples,
+  })
+  console.log(`wrote ${relative(process.cwd(), SVG)}`)
+  if (lost.length > 0 || growth >= TARGET_RSS_GROWTH) process.exitCode = 1
+}
+
+await main()
