@@ -25,6 +25,8 @@ export interface BridgeOptions {
   /** Requests larger than this are refused without invoking. Default: the transport's message limit. */
   maxRequestBytes?: number
   metrics?: BridgeMetrics
+  /** Applied to every error message before it goes on the wire (host paths out: bridge/host-paths.ts). */
+  scrubErrorMessage?: (message: string) => string
 }
 
 export interface Bridge {
@@ -56,6 +58,7 @@ export function createBridge(options: BridgeOptions): Bridge {
   const drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS
   const maxRequestBytes = options.maxRequestBytes ?? transport.maxMessageBytes
   const metrics = options.metrics ?? noMetrics
+  const scrub = options.scrubErrorMessage
   let serving = false
   const consumers: Consumer[] = []
   /** Deliveries being worked on, and a way to give each back if the drain runs out. */
@@ -143,7 +146,7 @@ export function createBridge(options: BridgeOptions): Bridge {
       const outcome = await answering
       if (settled) return
       if (!outcome.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: outcome.kind }, outcome.message)
-      await responder.finish(outcome)
+      await responder.finish(outcome.ok || !scrub ? outcome : { ...outcome, message: scrub(outcome.message) })
       metrics.answered(spec.id, taken.tool, outcome.ok ? undefined : outcome.kind, (performance.now() - started) / 1000)
       settle('ack')
     } catch (err) {
