@@ -7,12 +7,18 @@
  *                            {"chunk": "..."} per streamed chunk, then
  *                            {"response": "<whole answer>"} or {"error": {"type", "message"}}
  *   GET  /healthz            200 while the process serves
+ *   GET  /readyz             200 while the bridge takes requests (broker connected, queues subscribed), else 503
+ *   GET  /metrics            Prometheus text (bridge/metrics.ts)
+ *   POST /mcp                the same tools over MCP Streamable HTTP (bridge/mcp.ts)
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { toolDescriptor, type ToolServiceSpec, type ToolSpec } from '../shared/descriptors.ts'
+import { toolDescriptor, type ToolServiceSpec } from '../shared/descriptors.ts'
 import { isRecord } from '../shared/errors.ts'
-import { RequestClient, ToolCallError, ToolCallTimeoutError } from './client.ts'
+import { ToolCallError, ToolCallTimeoutError } from './client.ts'
+import { mcpHttpHandler } from './mcp.ts'
+import type { Metrics } from './metrics.ts'
+import { createToolCaller } from './tool-caller.ts'
 import type { Transport } from './transports/transport.ts'
 
 export interface GatewayOptions {
@@ -20,6 +26,11 @@ export interface GatewayOptions {
   transport: Transport
   host: string
   port: number
+  /** Bearer token required on /mcp; none: open like the rest of the gateway. */
+  mcpToken?: string
+  metrics?: Metrics
+  /** Whether the bridge takes requests now; default: always. */
+  ready?: () => boolean
 }
 
 export interface Gateway {
@@ -66,22 +77,11 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const { services, transport } = options
-  const tools = new Map<string, { spec: ToolServiceSpec; tool: ToolSpec }>()
-  for (const spec of services) for (const tool of spec.tools) tools.set(tool.name, { spec, tool })
-  const clients = new Map<string, Promise<RequestClient>>()
+  const caller = createToolCaller(services, transport)
+  const { tools } = caller
+  const mcp = mcpHttpHandler(caller, { token: options.mcpToken })
   /** Calls being answered: close() lets them finish. */
   const active = new Set<Promise<void>>()
-
-  const clientFor = (spec: ToolServiceSpec): Promise<RequestClient> => {
-    let client = clients.get(spec.id)
-    if (!client) {
-      const created = new RequestClient(transport, spec)
-      client = created.start().then(() => created)
-      client.catch(() => clients.delete(spec.id))
-      clients.set(spec.id, client)
-    }
-    return client
-  }
 
   async function callTool(name: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const entry = tools.get(name)
@@ -98,24 +98,20 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     if (!isRecord(args)) throw new HttpError(400, '"arguments" must be an object')
     if (body.user !== undefined && typeof body.user !== 'string') throw new HttpError(400, '"user" must be a string')
 
-    const client = await clientFor(entry.spec)
     const line = (value: unknown) => res.write(JSON.stringify(value) + '\n')
     const startStream = () => {
       if (!res.headersSent) res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
     }
     try {
-      const response = await client.call(
-        { user: body.user as string | undefined, config: entry.tool.config, arguments: args },
+      const response = await caller.call(
+        name,
+        { user: body.user as string | undefined, arguments: args },
         {
-          timeoutMs: entry.spec.timeoutMs + 5_000,
           // Only a streaming service sends chunks; a single answer is just the final line.
-          onChunk:
-            entry.spec.response === 'stream'
-              ? (chunk) => {
-                  startStream()
-                  line({ chunk })
-                }
-              : undefined,
+          onChunk: (chunk) => {
+            startStream()
+            line({ chunk })
+          },
         },
       )
       startStream()
@@ -138,12 +134,21 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://gateway').pathname
     if (path === '/healthz' && req.method === 'GET') return sendJson(res, 200, { status: 'ok' })
+    if (path === '/readyz' && req.method === 'GET') {
+      const ready = options.ready?.() ?? true
+      return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' })
+    }
+    if (path === '/metrics' && req.method === 'GET' && options.metrics) {
+      const { contentType, body } = await options.metrics.render()
+      res.writeHead(200, { 'content-type': contentType }).end(body)
+      return
+    }
     if (path === '/tools' && req.method === 'GET') {
       return sendJson(res, 200, { tools: [...tools.values()].map(({ spec, tool }) => toolDescriptor(spec, tool)) })
     }
     const match = /^\/tools\/([^/]+)$/.exec(path)
-    if (match && req.method === 'POST') {
-      const call = callTool(decodeURIComponent(match[1]!), req, res)
+    if ((match && req.method === 'POST') || path === '/mcp') {
+      const call = match ? callTool(decodeURIComponent(match[1]!), req, res) : mcp(req, res)
       const tracked = call.catch(() => {})
       active.add(tracked)
       void tracked.then(() => active.delete(tracked))
@@ -172,7 +177,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       await Promise.allSettled(active) // calls in flight get their answers (each is bounded by its timeout)
       server.closeAllConnections()
       await closed
-      await Promise.all([...clients.values()].map((c) => c.then((client) => client.close(), () => undefined)))
+      await caller.close()
     },
   }
 }

@@ -1,14 +1,57 @@
 /**
- * Argument checks against declared types, shared by the bridge (before it
- * invokes) and by `defineToolService` (inside the function).
+ * The one definition of argument types: which exist, their JSON Schema (the
+ * MCP server's `inputSchema`), and the checks shared by the bridge (before
+ * it invokes), the HTTP and MCP gateways (before they send) and
+ * `defineToolService` (inside the function), so a bad value gets the same
+ * error on every path.
  *
  * Agents and the CLI often send scalars as strings, so a string that is
  * exactly a number or `true`/`false` is accepted for a number, integer or
  * boolean argument and converted; anything else of the wrong type is refused.
  */
-import { isRecord } from './errors.ts'
+import { isRecord, ToolbridgeError } from './errors.ts'
 import { typeName } from './protocol.ts'
-import type { ArgumentType } from './tool-service-schema.ts'
+import { ARGUMENT_TYPES, type ArgumentType } from './tool-service-schema.ts'
+
+export { ARGUMENT_TYPES, type ArgumentType }
+
+export const isArgumentType = (value: unknown): value is ArgumentType => (ARGUMENT_TYPES as readonly unknown[]).includes(value)
+
+/** For declarations made in code; serverless.yml's schema refuses unknown types itself. */
+export function assertArgumentType(value: unknown, where: string): asserts value is ArgumentType {
+  if (!isArgumentType(value)) {
+    throw new ToolbridgeError('config', `${where}: unknown argument type ${JSON.stringify(value)}: use one of ${ARGUMENT_TYPES.join(', ')}`)
+  }
+}
+
+/** JSON Schema per type. `items` on arrays: some LLM tool-calling APIs refuse an array schema without it. */
+const JSON_SCHEMA: Record<ArgumentType, Record<string, unknown>> = {
+  string: { type: 'string' },
+  number: { type: 'number' },
+  integer: { type: 'integer' },
+  boolean: { type: 'boolean' },
+  object: { type: 'object' },
+  array: { type: 'array', items: {} },
+}
+
+export interface DescribedArgument {
+  name: string
+  type: ArgumentType
+  description?: string
+  required?: boolean
+}
+
+/** A JSON Schema object for declared arguments: an empty object schema when there are none. */
+export function inputSchema(args: readonly DescribedArgument[]): {
+  type: 'object'
+  properties: Record<string, Record<string, unknown>>
+  required?: string[]
+} {
+  const properties: Record<string, Record<string, unknown>> = {}
+  for (const a of args) properties[a.name] = { ...JSON_SCHEMA[a.type], ...(a.description ? { description: a.description } : {}) }
+  const required = args.filter((a) => a.required).map((a) => a.name)
+  return required.length > 0 ? { type: 'object', properties, required } : { type: 'object', properties }
+}
 
 export interface ArgumentRule {
   name: string

@@ -5,7 +5,17 @@
 import { Ajv, type ErrorObject } from 'ajv'
 import { ToolbridgeError, isRecord } from './errors.ts'
 import { defaultQueues, parseQueueName, QueueNameError, type QueueStyle } from './queues.ts'
-import { type ArgumentType, type ResponseMode, toolServiceSchema } from './tool-service-schema.ts'
+import {
+  type AnswerFormat,
+  type ArgumentType,
+  type EventShape,
+  externalToolServiceSchema,
+  type HttpMethod,
+  type ResponseMode,
+  TEMPLATE_PATH,
+  TEMPLATE_PLACEHOLDER,
+  toolServiceSchema,
+} from './tool-service-schema.ts'
 
 export interface ConfigParam {
   name: string
@@ -44,6 +54,41 @@ export interface ToolServiceSpec {
   concurrency: number
   timeoutMs: number
   tools: ToolSpec[]
+  /** What the function receives and how its result becomes the answer (bridge/event-shapes.ts). */
+  shape: ShapeSpec
+  /** Someone else's Lambda function (`custom.toolServices`, `function:`); `lambdaName` is its name or ARN. */
+  external?: ExternalLambdaSpec
+  /** A function reached over HTTP (`custom.toolServices`, `url:`). */
+  http?: HttpFunctionSpec
+}
+
+export interface ShapeSpec {
+  event: EventShape
+  answer: AnswerFormat
+  /** For `apigw-v1` and `apigw-v2`. */
+  route?: RouteSpec
+  /** For `template`. */
+  template?: unknown
+}
+
+export interface RouteSpec {
+  method: HttpMethod
+  path: string
+  query: string[]
+  headers: Record<string, string>
+}
+
+export interface ExternalLambdaSpec {
+  region: string | undefined
+  role: string | undefined
+}
+
+export interface HttpFunctionSpec {
+  url: string
+  method: HttpMethod
+  headers: Record<string, string>
+  /** Header name -> environment variable, read when the bridge starts. */
+  headersFromEnv: Record<string, string>
 }
 
 export const DEFAULT_CONCURRENCY = 8
@@ -70,6 +115,17 @@ interface ToolServiceBlock {
   concurrency?: number
   timeout?: number
   tools: ToolBlock[]
+  event?: EventShape
+  route?: { method?: HttpMethod; path?: string; query?: string[]; headers?: Record<string, string> }
+  template?: unknown
+  answer?: AnswerFormat
+  function?: string
+  region?: string
+  role?: string
+  url?: string
+  method?: HttpMethod
+  headers?: Record<string, string>
+  headersFromEnv?: Record<string, string>
 }
 
 interface ToolBlock {
@@ -80,7 +136,9 @@ interface ToolBlock {
 }
 
 // As strict as osls, which compiles the same schema for `sls` (no union types); verbose for anyOf messages.
-const validateToolService = new Ajv({ strict: true, allErrors: true, verbose: true }).compile<ToolServiceBlock>(toolServiceSchema)
+const ajv = new Ajv({ strict: true, allErrors: true, verbose: true })
+const validateToolService = ajv.compile<ToolServiceBlock>(toolServiceSchema)
+const validateExternalToolService = ajv.compile<ToolServiceBlock>(externalToolServiceSchema)
 
 /** `/tools/0/name` -> `.tools[0].name` */
 const jsonPointerToPath = (pointer: string): string =>
@@ -129,6 +187,13 @@ export function readToolServices(serverless: unknown): ToolServiceSpec[] {
     if (!isRecord(fn) || fn.toolService === undefined) continue
     specs.push(readToolService(functionName, fn, providerTimeout, namePrefix))
   }
+  for (const external of readExternalToolServices(serverless.custom, providerTimeout)) {
+    // The invokers tell services apart by this key.
+    if (Object.hasOwn(functions, external.functionName)) {
+      throw new ConfigError(`custom.toolServices.${external.functionName}`, `"${external.functionName}" is also a key under functions:`)
+    }
+    specs.push(external)
+  }
   checkUnique(specs)
   return specs
 }
@@ -144,18 +209,87 @@ function lambdaNamePrefix(service: unknown, stage: unknown): string {
   return `${name}-${typeof stage === 'string' && stage !== '' ? stage : 'dev'}-`
 }
 
+/**
+ * `custom.toolServices.<key>`: tool services for functions this serverless.yml does not define,
+ * a Lambda function (`function:`) or an HTTP endpoint (`url:`).
+ */
+function readExternalToolServices(custom: unknown, providerTimeout: number | undefined): ToolServiceSpec[] {
+  if (!isRecord(custom) || custom.toolServices === undefined) return []
+  if (!isRecord(custom.toolServices)) throw new ConfigError('custom.toolServices', 'must be a mapping of names to tool services')
+  return Object.entries(custom.toolServices).map(([key, block]) => {
+    const base = `custom.toolServices.${key}`
+    const spec = readToolService(key, { toolService: block }, providerTimeout, '', base, validateExternalToolService)
+    const b = block as ToolServiceBlock
+    if ((b.function === undefined) === (b.url === undefined)) throw new ConfigError(base, 'give either "function" (a Lambda name or ARN) or "url", not both or neither')
+    if (b.function !== undefined) {
+      for (const field of ['method', 'headers', 'headersFromEnv'] as const) {
+        if (b[field] !== undefined) throw new ConfigError(`${base}.${field}`, 'is for a "url:" tool service; this one names a Lambda "function:"')
+      }
+      return { ...spec, lambdaName: b.function, external: { region: b.region ?? regionOfArn(b.function), role: b.role } }
+    }
+    for (const field of ['region', 'role'] as const) {
+      if (b[field] !== undefined) throw new ConfigError(`${base}.${field}`, 'is for a Lambda "function:"; this one has a "url:"')
+    }
+    if (spec.shape.event === 'apigw-v1' || spec.shape.event === 'apigw-v2') {
+      throw new ConfigError(`${base}.event`, 'an API Gateway event is for a Lambda function; an HTTP function gets the event as its body')
+    }
+    const http: HttpFunctionSpec = { url: b.url!, method: b.method ?? 'POST', headers: b.headers ?? {}, headersFromEnv: b.headersFromEnv ?? {} }
+    return { ...spec, lambdaName: key, http }
+  })
+}
+
+/** `arn:aws:lambda:eu-west-1:123456789012:function:name` -> `eu-west-1`. */
+function regionOfArn(name: string): string | undefined {
+  return /^arn:aws[a-z-]*:lambda:([a-z0-9-]+):/.exec(name)?.[1]
+}
+
+function readShape(base: string, block: ToolServiceBlock): ShapeSpec {
+  const event = block.event ?? 'envelope'
+  const proxy = event === 'apigw-v1' || event === 'apigw-v2'
+  if (block.route !== undefined && !proxy) throw new ConfigError(`${base}.route`, 'is for "event: apigw-v1" or "event: apigw-v2"')
+  if ((block.template !== undefined) !== (event === 'template')) {
+    throw new ConfigError(`${base}.${event === 'template' ? 'event' : 'template'}`, '"event: template" and "template:" go together')
+  }
+  if (event === 'template') checkTemplate(`${base}.template`, block.template)
+  // A proxy response is one HTTP response: there are no chunks to pass on.
+  if (proxy && block.response === 'stream') throw new ConfigError(`${base}.response`, `"stream" does not fit "event: ${event}": an API Gateway response comes in one piece`)
+  const shape: ShapeSpec = { event, answer: block.answer ?? 'text' }
+  if (proxy) {
+    const route = block.route ?? {}
+    shape.route = { method: route.method ?? 'POST', path: route.path ?? '/', query: route.query ?? [], headers: route.headers ?? {} }
+  }
+  if (event === 'template') shape.template = block.template
+  return shape
+}
+
+/** Every `{{...}}` in a template names the user, the config or the arguments. */
+function checkTemplate(path: string, value: unknown): void {
+  if (typeof value === 'string') {
+    for (const [placeholder, name] of value.matchAll(TEMPLATE_PLACEHOLDER)) {
+      if (!TEMPLATE_PATH.test(name!) || name!.startsWith('user.')) {
+        throw new ConfigError(path, `unknown placeholder ${placeholder}: use {{arguments.<name>}}, {{config.<name>}}, {{user}} or {{arguments}}`)
+      }
+    }
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => checkTemplate(`${path}[${i}]`, item))
+  } else if (isRecord(value)) {
+    for (const [key, item] of Object.entries(value)) checkTemplate(`${path}.${key}`, item)
+  }
+}
+
 function readToolService(
   functionName: string,
   fn: Record<string, unknown>,
   providerTimeout: number | undefined,
   namePrefix: string,
+  base = `functions.${functionName}.toolService`,
+  validate = validateToolService,
 ): ToolServiceSpec {
-  const base = `functions.${functionName}.toolService`
   const block = fn.toolService
-  if (!validateToolService(block)) {
+  if (!validate(block)) {
     // A typo hides a required field too: name the unknown field, the more telling of the two.
     // A failed oneOf/anyOf says more than the errors of its branches.
-    const errors = validateToolService.errors!
+    const errors = validate.errors!
     const first = errors[0]!
     const error =
       errors.find((e) => e.keyword === 'additionalProperties') ??
@@ -187,6 +321,7 @@ function readToolService(
     concurrency: block.concurrency ?? DEFAULT_CONCURRENCY,
     timeoutMs: Math.round((block.timeout ?? fnTimeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000),
     tools,
+    shape: readShape(base, block),
   }
 }
 
@@ -236,22 +371,25 @@ function readTool(path: string, tool: ToolBlock, configParams: ConfigParam[]): T
   return { name: tool.name, description: tool.description, config, arguments: args }
 }
 
+/** Where a spec's block is in serverless.yml. */
+const blockPath = (spec: ToolServiceSpec) =>
+  spec.external || spec.http ? `custom.toolServices.${spec.functionName}` : `functions.${spec.functionName}.toolService`
+const ownerName = (spec: ToolServiceSpec) =>
+  spec.external || spec.http ? `custom.toolServices.${spec.functionName}` : `functions.${spec.functionName}`
+
 function checkUnique(specs: ToolServiceSpec[]): void {
   const services = new Map<string, string>()
   const tools = new Map<string, string>()
   for (const spec of specs) {
     const other = services.get(spec.id)
-    if (other) throw new ConfigError(`functions.${spec.functionName}.toolService.id`, `"${spec.id}" is also the id of functions.${other}`)
-    services.set(spec.id, spec.functionName)
+    if (other) throw new ConfigError(`${blockPath(spec)}.id`, `"${spec.id}" is also the id of ${other}`)
+    services.set(spec.id, ownerName(spec))
     spec.tools.forEach((tool, i) => {
       const owner = tools.get(tool.name)
       if (owner) {
-        throw new ConfigError(
-          `functions.${spec.functionName}.toolService.tools[${i}].name`,
-          `tool "${tool.name}" is also defined by functions.${owner}`,
-        )
+        throw new ConfigError(`${blockPath(spec)}.tools[${i}].name`, `tool "${tool.name}" is also defined by ${owner}`)
       }
-      tools.set(tool.name, spec.functionName)
+      tools.set(tool.name, ownerName(spec))
     })
   }
 }
@@ -282,13 +420,85 @@ export function toolDescriptor(spec: ToolServiceSpec, tool: ToolSpec) {
   }
 }
 
-/** What `toolbridge descriptors` prints: `{"tool-service": {...}, "tool": {...}}`. */
-export function descriptors(specs: ToolServiceSpec[], style: QueueStyle = 'logical') {
+/** Where TrustGraph's MCP tool service reaches toolbridge's MCP server (`toolbridge start`'s `/mcp`). */
+export interface McpEndpoint {
+  url: string
+  /** Sent as `Authorization: Bearer <token>` by TrustGraph's MCP tool service. */
+  authToken?: string
+}
+
+/**
+ * The `mcp-tool` twin of a tool is named `<tool>-mcp`: TrustGraph keys tools
+ * by name, and the `tool-service` tool already has the plain name.
+ */
+export const mcpToolName = (tool: ToolSpec) => `${tool.name}-mcp`
+
+/** TrustGraph `mcp` entry (SPEC §1): which server, and the tool's name there. */
+export function mcpDescriptor(tool: ToolSpec, endpoint: McpEndpoint) {
+  return {
+    'remote-name': tool.name,
+    url: endpoint.url,
+    ...(endpoint.authToken ? { 'auth-token': endpoint.authToken } : {}),
+  }
+}
+
+/** `mcp-tool` tool as the MCP-tool-arguments seed specifies it; config values are fixed by the MCP server. */
+export function mcpToolDescriptor(tool: ToolSpec) {
+  return {
+    type: 'mcp-tool',
+    name: mcpToolName(tool),
+    description: tool.description,
+    'mcp-tool': tool.name,
+    arguments: tool.arguments.map((a) => ({ name: a.name, type: a.type, description: a.description })),
+  }
+}
+
+export type ToolDescriptor = ReturnType<typeof toolDescriptor> | ReturnType<typeof mcpToolDescriptor>
+
+/**
+ * What `toolbridge descriptors` prints: `{"tool-service": {...}, "tool": {...}}`,
+ * and with an MCP endpoint also `"mcp": {...}` and an `mcp-tool` per tool.
+ */
+export function descriptors(specs: ToolServiceSpec[], style: QueueStyle = 'logical', mcp?: McpEndpoint) {
   const toolServices: Record<string, ReturnType<typeof toolServiceDescriptor>> = {}
-  const tools: Record<string, ReturnType<typeof toolDescriptor>> = {}
+  const tools: Record<string, ToolDescriptor> = {}
+  const mcpServers: Record<string, ReturnType<typeof mcpDescriptor>> = {}
   for (const spec of specs) {
     toolServices[spec.id] = toolServiceDescriptor(spec, style)
     for (const tool of spec.tools) tools[tool.name] = toolDescriptor(spec, tool)
   }
-  return { 'tool-service': toolServices, tool: tools }
+  if (!mcp) return { 'tool-service': toolServices, tool: tools }
+  for (const spec of specs) {
+    for (const tool of spec.tools) {
+      mcpServers[tool.name] = mcpDescriptor(tool, mcp)
+      tools[mcpToolName(tool)] = mcpToolDescriptor(tool)
+    }
+  }
+  return { 'tool-service': toolServices, tool: tools, mcp: mcpServers }
+}
+
+/**
+ * Why TrustGraph's agent (trustgraph-flow 2.11.1, `agent/react/service.py`,
+ * `on_tools_config`) would refuse a `tool-service` tool, in its own words, or
+ * undefined if it would load it. The agent refuses the whole tool
+ * configuration over one such tool, so toolbridge checks before it sends.
+ */
+export function agentToolRefusal(tool: Record<string, unknown>, toolServices: Record<string, Record<string, unknown>>): string | undefined {
+  if (tool.type !== 'tool-service') return undefined
+  const name = String(tool.name)
+  const ref = tool.service
+  if (!ref) return `Tool ${name} has type 'tool-service' but no 'service' reference`
+  const service = Object.hasOwn(toolServices, String(ref)) ? toolServices[String(ref)]! : undefined
+  if (!service) return `Tool ${name} references unknown tool-service '${String(ref)}'`
+  if (!service['request-queue'] || !service['response-queue']) {
+    return `Tool-service '${String(ref)}' must define 'request-queue' and 'response-queue'`
+  }
+  const params = Array.isArray(service['config-params']) ? (service['config-params'] as unknown[]) : []
+  for (const param of params) {
+    // A bare-string param is never required; a present key counts whatever its value, as in the agent.
+    if (isRecord(param) && param.required === true && !Object.hasOwn(tool, String(param.name))) {
+      return `Tool ${name} missing required config param '${String(param.name)}'`
+    }
+  }
+  return undefined
 }

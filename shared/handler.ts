@@ -18,7 +18,7 @@
  */
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { checkArguments, type ArgumentRule } from './arguments.ts'
+import { assertArgumentType, checkArguments, type ArgumentRule } from './arguments.ts'
 import { ToolbridgeError } from './errors.ts'
 import { decodeEnvelope, resultText } from './protocol.ts'
 import type { ArgumentType } from './tool-service-schema.ts'
@@ -75,8 +75,11 @@ function namedError(kind: 'invalid-arguments' | 'missing-config' | 'bad-request'
   return error
 }
 
-const rulesOf = (declarations: Declarations): ArgumentRule[] =>
-  Object.entries(declarations).map(([name, d]) => ({ name, type: d.type, required: d.required ?? false }))
+const rulesOf = (declarations: Declarations, label: string): ArgumentRule[] =>
+  Object.entries(declarations).map(([name, d]) => {
+    assertArgumentType(d.type, `defineToolService: ${label}.${name}.type`)
+    return { name, type: d.type, required: d.required ?? false }
+  })
 
 function withDefaults(values: Record<string, unknown>, declarations: Declarations): Record<string, unknown> {
   let result = values
@@ -95,8 +98,8 @@ export function defineToolService<C extends Declarations = {}, A extends Declara
 ): (event: unknown, context: Ctx) => Promise<ToolResult> {
   const configDecl: Declarations = definition.config ?? {}
   const argumentDecl: Declarations = definition.arguments ?? {}
-  const configRules = rulesOf(configDecl)
-  const argumentRules = rulesOf(argumentDecl)
+  const configRules = rulesOf(configDecl, 'config')
+  const argumentRules = rulesOf(argumentDecl, 'arguments')
 
   return async function toolServiceHandler(event: unknown, context: Ctx) {
     const envelope = decodeEnvelope(event)
