@@ -7,10 +7,13 @@ import { Command, CommanderError, Option } from 'commander'
 import { descriptors } from '../shared/descriptors.ts'
 import { isRecord, ToolbridgeError } from '../shared/errors.ts'
 import { QUEUE_STYLES, type QueueStyle } from '../shared/queues.ts'
+import { checkFunctions } from './check.ts'
 import { RequestClient, ToolCallError } from './client.ts'
-import { EMBEDDED_DEFAULT_PORT, INVOKERS, loadProject, resolveSettings, type SettingFlags } from './config.ts'
+import { DEFAULT_MAX_IN_FLIGHT, EMBEDDED_DEFAULT_PORT, INVOKERS, loadProject, PULSAR_CLIENTS, type PulsarSettings, resolveInvokeRoute, resolveSettings, type SettingFlags } from './config.ts'
+import { callThroughGateway, gatewayTools } from './gateway-client.ts'
 import { createLogger, LOG_LEVELS } from './logger.ts'
 import { startRuntime } from './runtime.ts'
+import { addTrustgraphCommands, mcpEndpoint, mcpTokenOption, mcpUrlOption, registerOn, workspaceOption } from './trustgraph-cli.ts'
 import { createTransport } from './transports/index.ts'
 import { redact } from './transports/redact.ts'
 
@@ -28,6 +31,12 @@ const lambdaEndpointOption = () =>
     '--lambda-endpoint <url>',
     'with --invoker lambda: the Lambda API to call, e.g. http://localhost:3002 for serverless-offline (env TOOLBRIDGE_LAMBDA_ENDPOINT); default: AWS, with the standard credential chain',
   )
+// For pulsar:// brokers: token, advertised listener, and which client library.
+const pulsarTokenOption = () => new Option('--pulsar-token <token>', 'with a pulsar:// broker: token for its token authentication (env PULSAR_TOKEN)')
+const pulsarListenerOption = () =>
+  new Option('--pulsar-listener <name>', "with a pulsar:// broker: the advertised listener to look topics up for (env TOOLBRIDGE_PULSAR_LISTENER), as TrustGraph's --pulsar-listener")
+const pulsarClientOption = () =>
+  new Option('--pulsar-client <kind>', 'with a pulsar:// broker: the built-in TypeScript client, or the optional native pulsar-client addon (env TOOLBRIDGE_PULSAR_CLIENT; default builtin)').choices(PULSAR_CLIENTS)
 const lambdaRetryWindowOption = () =>
   new Option(
     '--lambda-retry-window <seconds>',
@@ -38,14 +47,26 @@ program
   .command('start')
   .description('serve every tool service in serverless.yml')
   .addOption(brokerOption())
+  .addOption(pulsarTokenOption())
+  .addOption(pulsarListenerOption())
+  .addOption(pulsarClientOption())
   .addOption(invokerOption())
   .addOption(lambdaEndpointOption())
   .addOption(lambdaRetryWindowOption())
   .option('-p, --port <port>', `HTTP port for /tools, or "off" (env TOOLBRIDGE_PORT); default: ${EMBEDDED_DEFAULT_PORT} on the embedded broker, off otherwise`)
   .option('--host <host>', 'HTTP listen address (env TOOLBRIDGE_HOST)', undefined)
   .option('--drain-timeout <seconds>', 'on SIGINT/SIGTERM, how long to finish requests in flight')
+  .option('--max-request-bytes <bytes>', "requests larger than this get a too-large error (env TOOLBRIDGE_MAX_REQUEST_BYTES); default: the broker's message limit")
+  .option(
+    '--max-in-flight <n>',
+    `cap on requests in flight across all services: their concurrency may not add up to more (env TOOLBRIDGE_MAX_IN_FLIGHT; default ${DEFAULT_MAX_IN_FLIGHT})`,
+  )
   .addOption(new Option('--log-level <level>', 'log level (env TOOLBRIDGE_LOG_LEVEL)').choices(LOG_LEVELS))
-  .action(async (flags: SettingFlags) => {
+  .option('--debug', 'error answers keep host paths (env TOOLBRIDGE_DEBUG=1); by default they are shown relative to the project')
+  .option('--register', "once serving, register the tools with TrustGraph's configuration service (the embedded one on the embedded broker)")
+  .addOption(workspaceOption())
+  .addOption(mcpTokenOption('bearer token that /mcp requires'))
+  .action(async (flags: SettingFlags & { register?: boolean }) => {
     const project = loadProject(program.opts().config)
     const settings = resolveSettings(flags)
     const logger = createLogger(settings.logLevel)
@@ -58,6 +79,15 @@ program
       console.log(`  ${spec.id} (${spec.response}, concurrency ${spec.concurrency}): ${spec.requestQueue} -> ${spec.responseQueue}  tools: ${tools}`)
     }
     if (runtime.gateway) console.log(`  HTTP: ${runtime.gateway.url}/tools`)
+    if (runtime.gateway) console.log(`  MCP: ${runtime.gateway.url}/mcp${settings.mcpToken ? ' (bearer token required)' : ''}`)
+    if (flags.register) {
+      // The request queues are bound by now: an agent that reads these can reach the tools at once.
+      const registered = await registerOn(await runtime.connectClient(), project.services, { workspace: settings.workspace }).catch(async (err: Error) => {
+        await runtime.stop()
+        throw err
+      })
+      console.log(`  ${registered}`)
+    }
     let stopping = false
     const stop = (signal: string) => {
       if (stopping) {
@@ -89,10 +119,17 @@ program
   .option('-s, --stream', 'print chunks as they arrive')
   .option('--timeout <seconds>', 'how long to wait for the answer', '600')
   .addOption(brokerOption())
+  .addOption(pulsarTokenOption())
+  .addOption(pulsarListenerOption())
+  .addOption(pulsarClientOption())
   .addOption(invokerOption())
   .addOption(lambdaEndpointOption())
   .addOption(lambdaRetryWindowOption())
-  .action(async (toolName: string, flags: SettingFlags & { arg: string[]; args?: string; user?: string; stream?: boolean; timeout: string }) => {
+  .option(
+    '--url <url>',
+    'the HTTP endpoint of a running `toolbridge start` to call through (env TOOLBRIDGE_URL); default: the one on this machine at 127.0.0.1:8080 when it serves the tool and neither --broker nor --invoker is given',
+  )
+  .action(async (toolName: string, flags: SettingFlags & { arg: string[]; args?: string; user?: string; stream?: boolean; timeout: string; url?: string }) => {
     const project = loadProject(program.opts().config)
     const spec = project.services.find((s) => s.tools.some((t) => t.name === toolName))
     const tool = spec?.tools.find((t) => t.name === toolName)
@@ -103,18 +140,26 @@ program
     const args = parseArguments(flags.arg, flags.args)
     const timeoutSeconds = Number(flags.timeout)
     if (!(timeoutSeconds > 0)) throw new ToolbridgeError('config', `--timeout: "${flags.timeout}" must be a positive number of seconds`)
+    const call = { user: flags.user, config: tool.config, arguments: args }
+    const options = { timeoutMs: timeoutSeconds * 1000, onChunk: flags.stream ? (chunk: string) => void process.stdout.write(chunk) : undefined }
+    const printAnswer = (answer: string) => void process.stdout.write(flags.stream ? '\n' : answer + '\n')
+
+    const route = resolveInvokeRoute(flags)
+    if (route.via === 'gateway') {
+      const served = await gatewayTools(route.url)
+      if (served?.includes(toolName)) return printAnswer(await callThroughGateway(route.url, toolName, call, options))
+      if (!route.fallBackToEmbedded) {
+        throw new ToolbridgeError('config', `--url ${route.url}: ${served ? `does not serve "${toolName}"` : 'no toolbridge answers there'}`)
+      }
+    }
     const settings = resolveSettings({ ...flags, port: 'off' })
-    // Without a broker, serve the call from an embedded bridge in this process.
-    const runtime = settings.broker === undefined ? await startRuntime(project, settings) : undefined
-    const transport = runtime ? await runtime.connectClient() : await connectRemote(settings.broker!)
+    // No broker and no running bridge to go through: serve the call from an embedded bridge in this process.
+    const runtime = route.via === 'broker' ? undefined : await startRuntime(project, settings)
+    const transport = runtime ? await runtime.connectClient() : await connectRemote(settings.broker!, settings.pulsar)
     const client = new RequestClient(transport, spec)
     try {
       await client.start()
-      const answer = await client.call(
-        { user: flags.user, config: tool.config, arguments: args },
-        { timeoutMs: timeoutSeconds * 1000, onChunk: flags.stream ? (chunk) => process.stdout.write(chunk) : undefined },
-      )
-      process.stdout.write(flags.stream ? '\n' : answer + '\n')
+      printAnswer(await client.call(call, options))
     } finally {
       await client.close()
       await (runtime ? runtime.stop() : transport.close())
@@ -125,9 +170,27 @@ program
   .command('descriptors')
   .description('print the tool-service and tool config objects for TrustGraph')
   .addOption(new Option('--queues <style>', 'spelling of generated queue names').choices(QUEUE_STYLES).default('logical'))
-  .action((flags: { queues: QueueStyle }) => {
+  .addOption(mcpUrlOption())
+  .addOption(mcpTokenOption('auth-token for the `mcp` entries'))
+  .action((flags: { queues: QueueStyle; mcpUrl?: string; mcpToken?: string }) => {
     const project = loadProject(program.opts().config)
-    console.log(JSON.stringify(descriptors(project.services, flags.queues), null, 2))
+    const mcp = mcpEndpoint(flags.mcpUrl, resolveSettings({ mcpToken: flags.mcpToken }).mcpToken)
+    console.log(JSON.stringify(descriptors(project.services, flags.queues, mcp), null, 2))
+  })
+
+addTrustgraphCommands(program, [brokerOption, pulsarTokenOption, pulsarListenerOption, pulsarClientOption], [invokerOption, lambdaEndpointOption, lambdaRetryWindowOption])
+
+program
+  .command('check')
+  .description("check that each tool service's function can be called, without calling it (Lambda: GetFunction)")
+  .addOption(invokerOption())
+  .addOption(lambdaEndpointOption())
+  .action(async (flags: SettingFlags) => {
+    const project = loadProject(program.opts().config)
+    const results = await checkFunctions(project, resolveSettings({ ...flags, port: 'off' }))
+    for (const r of results) console.log(`${r.ok ? 'ok ' : 'BAD'}  ${r.service}  ${r.target}: ${r.detail}`)
+    const bad = results.filter((r) => !r.ok).length
+    if (bad > 0) throw new ToolbridgeError('config', `${bad} of ${results.length} function${results.length > 1 ? 's' : ''} cannot be called`)
   })
 
 function parseArguments(pairs: string[], json: string | undefined): Record<string, unknown> {
@@ -150,8 +213,8 @@ function parseArguments(pairs: string[], json: string | undefined): Record<strin
   return args
 }
 
-async function connectRemote(broker: string) {
-  const transport = createTransport(broker, undefined, { logger: createLogger('warn') })
+async function connectRemote(broker: string, pulsar: PulsarSettings) {
+  const transport = createTransport(broker, undefined, { logger: createLogger('warn'), pulsar })
   await transport.connect()
   return transport
 }

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { parse as parseYaml, YAMLParseError } from 'yaml'
+import { DEFAULT_WORKSPACE } from '../shared/config-protocol.ts'
 import { ConfigError, readToolServices, type ToolServiceSpec } from '../shared/descriptors.ts'
 import { LOG_LEVELS, type LogLevel } from './logger.ts'
 
@@ -51,7 +52,45 @@ export interface Settings {
   drainTimeoutMs: number
   logLevel: LogLevel
   lambda: LambdaSettings
+  /** The environment HTTP functions' secret headers (`headersFromEnv`) are read from. */
+  env: Env
+  /** TrustGraph workspace that `register` writes to. */
+  workspace: string
+  /** Bearer token the gateway's /mcp requires; undefined: none. */
+  mcpToken: string | undefined
+  limits: Limits
+  /** Error messages on the wire keep host paths (they are always logged in full). */
+  debug: boolean
+  pulsar: PulsarSettings
 }
+
+/** What one bridge takes on at most (each has a flag). */
+export interface Limits {
+  /** Requests over this many bytes get a `too-large` error without invoking; undefined: the broker's message limit. */
+  maxRequestBytes: number | undefined
+  /**
+   * Requests in flight across all services: the sum of their `concurrency`
+   * (the broker's prefetch) may not exceed it, so that the bridge holds at
+   * most this many and the rest wait in the broker's queues.
+   */
+  maxInFlight: number
+}
+
+export const DEFAULT_MAX_IN_FLIGHT = 1024
+
+export const PULSAR_CLIENTS = ['builtin', 'native'] as const
+export type PulsarClientKind = (typeof PULSAR_CLIENTS)[number]
+
+/** For pulsar:// brokers. */
+export interface PulsarSettings {
+  /** Token authentication; undefined: none. */
+  token: string | undefined
+  /** Advertised listener name for lookups (TrustGraph's --pulsar-listener). */
+  listener: string | undefined
+  /** The project's own TypeScript client, or the optional native `pulsar-client` addon. */
+  client: PulsarClientKind
+}
+
 
 /** How the `lambda` invoker reaches Lambda. */
 export interface LambdaSettings {
@@ -74,9 +113,17 @@ export interface SettingFlags {
   logLevel?: string
   lambdaEndpoint?: string
   lambdaRetryWindow?: string
+  workspace?: string
+  mcpToken?: string
+  maxRequestBytes?: string
+  maxInFlight?: string
+  debug?: boolean
+  pulsarToken?: string
+  pulsarListener?: string
+  pulsarClient?: string
 }
 
-type Env = Record<string, string | undefined>
+export type Env = Record<string, string | undefined>
 
 function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
   if (!(allowed as readonly string[]).includes(value)) {
@@ -119,6 +166,26 @@ function resolveLambdaSettings(flags: SettingFlags, env: Env): LambdaSettings {
   }
 }
 
+function resolveLimits(flags: SettingFlags, env: Env): Limits {
+  const maxRequest = flags.maxRequestBytes ?? env.TOOLBRIDGE_MAX_REQUEST_BYTES
+  const maxInFlight = flags.maxInFlight ?? env.TOOLBRIDGE_MAX_IN_FLIGHT
+  return {
+    maxRequestBytes: maxRequest === undefined ? undefined : integer('--max-request-bytes', maxRequest, 1, 2 ** 31),
+    maxInFlight: maxInFlight === undefined ? DEFAULT_MAX_IN_FLIGHT : integer('--max-in-flight', maxInFlight, 1, 1_000_000),
+  }
+}
+
+/** Refuses services whose `concurrency` adds up to more than the in-flight cap, naming them. */
+export function checkInFlightCap(services: ToolServiceSpec[], limits: Limits): void {
+  const total = services.reduce((sum, s) => sum + s.concurrency, 0)
+  if (total <= limits.maxInFlight) return
+  const each = services.map((s) => `${s.id} ${s.concurrency}`).join(', ')
+  throw new ConfigError(
+    '--max-in-flight',
+    `the services' concurrency adds up to ${total} (${each}), over the cap of ${limits.maxInFlight} requests in flight: lower their \`concurrency\` or raise --max-in-flight`,
+  )
+}
+
 /** Flags win over the environment (TOOLBRIDGE_BROKER, TOOLBRIDGE_PORT, ...), which wins over defaults. */
 export function resolveSettings(flags: SettingFlags, env: Env = process.env): Settings {
   const broker = flags.broker ?? (env.TOOLBRIDGE_BROKER || undefined)
@@ -133,5 +200,41 @@ export function resolveSettings(flags: SettingFlags, env: Env = process.env): Se
     drainTimeoutMs: drain === undefined ? 30_000 : integer('--drain-timeout', drain, 0, 3600) * 1000,
     logLevel: oneOf('--log-level', flags.logLevel ?? env.TOOLBRIDGE_LOG_LEVEL ?? 'info', LOG_LEVELS),
     lambda: resolveLambdaSettings(flags, env),
+    env,
+    workspace: nonEmpty('--workspace', flags.workspace ?? env.TOOLBRIDGE_WORKSPACE ?? DEFAULT_WORKSPACE),
+    mcpToken: flags.mcpToken ?? (env.TOOLBRIDGE_MCP_TOKEN || undefined),
+    limits: resolveLimits(flags, env),
+    debug: flags.debug ?? (env.TOOLBRIDGE_DEBUG === '1' || env.TOOLBRIDGE_DEBUG === 'true'),
+    pulsar: {
+      token: flags.pulsarToken ?? (env.PULSAR_TOKEN || undefined),
+      listener: flags.pulsarListener ?? (env.TOOLBRIDGE_PULSAR_LISTENER || undefined),
+      client: oneOf('--pulsar-client', flags.pulsarClient ?? env.TOOLBRIDGE_PULSAR_CLIENT ?? 'builtin', PULSAR_CLIENTS),
+    },
   }
+}
+
+function nonEmpty(flag: string, value: string): string {
+  if (value.trim() === '') throw new ConfigError(flag, 'must not be empty')
+  return value
+}
+
+/**
+ * Where `toolbridge invoke` sends a call: through a broker; through the HTTP
+ * gateway of a `toolbridge start` (given, or the one on this machine's default
+ * port when nothing says where functions run); or through a bridge of its own.
+ */
+export type InvokeRoute =
+  | { via: 'broker'; broker: string }
+  | { via: 'gateway'; url: string; fallBackToEmbedded: boolean }
+  | { via: 'embedded' }
+
+export function resolveInvokeRoute(flags: SettingFlags & { url?: string }, env: Env = process.env): InvokeRoute {
+  const broker = flags.broker ?? (env.TOOLBRIDGE_BROKER || undefined)
+  if (broker !== undefined) return { via: 'broker', broker }
+  const url = flags.url ?? (env.TOOLBRIDGE_URL || undefined)
+  if (url !== undefined) return { via: 'gateway', url: httpUrl('--url', url), fallBackToEmbedded: false }
+  const saysWhereFunctionsRun = [flags.invoker, flags.lambdaEndpoint, env.TOOLBRIDGE_INVOKER, env.TOOLBRIDGE_LAMBDA_ENDPOINT].some(Boolean)
+  if (saysWhereFunctionsRun) return { via: 'embedded' }
+  const port = env.TOOLBRIDGE_PORT && /^\d+$/.test(env.TOOLBRIDGE_PORT) ? env.TOOLBRIDGE_PORT : String(EMBEDDED_DEFAULT_PORT)
+  return { via: 'gateway', url: `http://127.0.0.1:${port}`, fallBackToEmbedded: true }
 }
