@@ -62,6 +62,7 @@ program
     `cap on requests in flight across all services: their concurrency may not add up to more (env TOOLBRIDGE_MAX_IN_FLIGHT; default ${DEFAULT_MAX_IN_FLIGHT})`,
   )
   .addOption(new Option('--log-level <level>', 'log level (env TOOLBRIDGE_LOG_LEVEL)').choices(LOG_LEVELS))
+  .option('--http-token <token>', 'bearer token required on /tools and /mcp (env TOOLBRIDGE_HTTP_TOKEN); /healthz, /readyz and /metrics stay open')
   .option('--debug', 'error answers keep host paths (env TOOLBRIDGE_DEBUG=1); by default they are shown relative to the project')
   .option('--register', "once serving, register the tools with TrustGraph's configuration service (the embedded one on the embedded broker)")
   .addOption(workspaceOption())
@@ -144,15 +145,16 @@ program
     const options = { timeoutMs: timeoutSeconds * 1000, onChunk: flags.stream ? (chunk: string) => void process.stdout.write(chunk) : undefined }
     const printAnswer = (answer: string) => void process.stdout.write(flags.stream ? '\n' : answer + '\n')
 
+    const settings = resolveSettings({ ...flags, port: 'off' })
     const route = resolveInvokeRoute(flags)
     if (route.via === 'gateway') {
-      const served = await gatewayTools(route.url)
-      if (served?.includes(toolName)) return printAnswer(await callThroughGateway(route.url, toolName, call, options))
+      const token = settings.httpToken
+      const served = await gatewayTools(route.url, token)
+      if (served?.includes(toolName)) return printAnswer(await callThroughGateway(route.url, toolName, call, { ...options, token }))
       if (!route.fallBackToEmbedded) {
-        throw new ToolbridgeError('config', `--url ${route.url}: ${served ? `does not serve "${toolName}"` : 'no toolbridge answers there'}`)
+        throw new ToolbridgeError('config', `--url ${route.url}: ${served ? `does not serve "${toolName}"` : 'no toolbridge answers there (or TOOLBRIDGE_HTTP_TOKEN is not its token)'}`)
       }
     }
-    const settings = resolveSettings({ ...flags, port: 'off' })
     // No broker and no running bridge to go through: serve the call from an embedded bridge in this process.
     const runtime = route.via === 'broker' ? undefined : await startRuntime(project, settings)
     const transport = runtime ? await runtime.connectClient() : await connectRemote(settings.broker!, settings.pulsar)

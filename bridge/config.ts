@@ -58,6 +58,8 @@ export interface Settings {
   workspace: string
   /** Bearer token the gateway's /mcp requires; undefined: none. */
   mcpToken: string | undefined
+  /** Bearer token the gateway's /tools (and /mcp, without mcpToken) requires; undefined: none. */
+  httpToken: string | undefined
   limits: Limits
   /** Error messages on the wire keep host paths (they are always logged in full). */
   debug: boolean
@@ -115,6 +117,7 @@ export interface SettingFlags {
   lambdaRetryWindow?: string
   workspace?: string
   mcpToken?: string
+  httpToken?: string
   maxRequestBytes?: string
   maxInFlight?: string
   debug?: boolean
@@ -203,6 +206,7 @@ export function resolveSettings(flags: SettingFlags, env: Env = process.env): Se
     env,
     workspace: nonEmpty('--workspace', flags.workspace ?? env.TOOLBRIDGE_WORKSPACE ?? DEFAULT_WORKSPACE),
     mcpToken: flags.mcpToken ?? (env.TOOLBRIDGE_MCP_TOKEN || undefined),
+    httpToken: flags.httpToken ?? (env.TOOLBRIDGE_HTTP_TOKEN || undefined),
     limits: resolveLimits(flags, env),
     debug: flags.debug ?? (env.TOOLBRIDGE_DEBUG === '1' || env.TOOLBRIDGE_DEBUG === 'true'),
     pulsar: {

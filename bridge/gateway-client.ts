@@ -11,9 +11,9 @@ import { ToolCallError, type CallOptions, type ToolCall } from './client.ts'
 const PROBE_TIMEOUT_MS = 500
 
 /** The tool names a gateway at `url` serves, or undefined if none answers there. */
-export async function gatewayTools(url: string): Promise<string[] | undefined> {
+export async function gatewayTools(url: string, token?: string): Promise<string[] | undefined> {
   try {
-    const response = await fetch(new URL('/tools', url), { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) })
+    const response = await fetch(new URL('/tools', url), { headers: authorization(token), signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) })
     if (!response.ok) return undefined
     const body: unknown = await response.json()
     if (!isRecord(body) || !Array.isArray(body.tools)) return undefined
@@ -23,11 +23,18 @@ export async function gatewayTools(url: string): Promise<string[] | undefined> {
   }
 }
 
+const authorization = (token: string | undefined): Record<string, string> => (token ? { authorization: `Bearer ${token}` } : {})
+
 /** POST /tools/<name>: resolves to the answer, or rejects with ToolCallError for an error answer. */
-export async function callThroughGateway(url: string, toolName: string, call: ToolCall, options: CallOptions = {}): Promise<string> {
+export async function callThroughGateway(
+  url: string,
+  toolName: string,
+  call: ToolCall,
+  options: CallOptions & { token?: string } = {},
+): Promise<string> {
   const response = await fetch(new URL(`/tools/${encodeURIComponent(toolName)}`, url), {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...authorization(options.token) },
     body: JSON.stringify({ user: call.user, arguments: call.arguments ?? {} }),
     signal: options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs),
   })

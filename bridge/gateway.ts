@@ -16,6 +16,7 @@ import type { AddressInfo } from 'node:net'
 import { toolDescriptor, type ToolServiceSpec } from '../shared/descriptors.ts'
 import { isRecord } from '../shared/errors.ts'
 import { ToolCallError, ToolCallTimeoutError } from './client.ts'
+import { bearerMatches } from './bearer.ts'
 import { mcpHttpHandler } from './mcp.ts'
 import type { Metrics } from './metrics.ts'
 import { createToolCaller } from './tool-caller.ts'
@@ -26,7 +27,9 @@ export interface GatewayOptions {
   transport: Transport
   host: string
   port: number
-  /** Bearer token required on /mcp; none: open like the rest of the gateway. */
+  /** Bearer token required on /tools and /mcp (health, readiness and metrics stay open); none: open. */
+  httpToken?: string
+  /** Bearer token required on /mcp instead of httpToken (TrustGraph's mcp `auth-token`). */
   mcpToken?: string
   metrics?: Metrics
   /** Whether the bridge takes requests now; default: always. */
@@ -79,7 +82,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const { services, transport } = options
   const caller = createToolCaller(services, transport)
   const { tools } = caller
-  const mcp = mcpHttpHandler(caller, { token: options.mcpToken })
+  const mcp = mcpHttpHandler(caller, { token: options.mcpToken ?? options.httpToken })
   /** Calls being answered: close() lets them finish. */
   const active = new Set<Promise<void>>()
 
@@ -143,10 +146,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       res.writeHead(200, { 'content-type': contentType }).end(body)
       return
     }
+    const match = /^\/tools\/([^/]+)$/.exec(path)
+    if (options.httpToken && (path === '/tools' || match) && !bearerMatches(req.headers.authorization, options.httpToken)) {
+      res.setHeader('www-authenticate', 'Bearer')
+      throw new HttpError(401, 'missing or wrong bearer token')
+    }
     if (path === '/tools' && req.method === 'GET') {
       return sendJson(res, 200, { tools: [...tools.values()].map(({ spec, tool }) => toolDescriptor(spec, tool)) })
     }
-    const match = /^\/tools\/([^/]+)$/.exec(path)
     if ((match && req.method === 'POST') || path === '/mcp') {
       const call = match ? callTool(decodeURIComponent(match[1]!), req, res) : mcp(req, res)
       const tracked = call.catch(() => {})

@@ -11,7 +11,6 @@
  * gateway, stateless (a server per request, as TrustGraph's MCP tool service
  * opens a session per call), with an optional bearer token.
  */
-import { timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Writable } from 'node:stream'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
@@ -22,6 +21,7 @@ import { inputSchema } from '../shared/arguments.ts'
 import { isRecord } from '../shared/errors.ts'
 import { ToolCallError } from './client.ts'
 import type { ToolCaller } from './tool-caller.ts'
+import { bearerMatches } from './bearer.ts'
 
 const SERVER_INFO = { name: 'toolbridge', version: '0.1.0' }
 
@@ -68,11 +68,6 @@ function jsonRpcError(res: ServerResponse, status: number, message: string, head
     .end(JSON.stringify({ jsonrpc: '2.0', error: { code: ErrorCode.ConnectionClosed, message }, id: null }))
 }
 
-function bearerMatches(header: string | undefined, token: string): boolean {
-  const given = Buffer.from(header ?? '')
-  const expected = Buffer.from(`Bearer ${token}`)
-  return given.length === expected.length && timingSafeEqual(given, expected)
-}
 
 export interface McpHttpOptions {
   /** When set, every request must carry `Authorization: Bearer <token>`. */

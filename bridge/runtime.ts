@@ -104,6 +104,7 @@ export async function startRuntime(
       host: settings.host,
       port: settings.port,
       mcpToken: settings.mcpToken,
+      httpToken: settings.httpToken,
       metrics,
       ready: () => bridge.ready,
     })

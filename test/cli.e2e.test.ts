@@ -139,7 +139,7 @@ describe('toolbridge invoke --url, through a running toolbridge start', () => {
   it('says so in one line when nothing answers at --url', async () => {
     const run = await toolbridge('invoke', 'tell-joke', '--arg', 'topic=cats', '--url', 'http://127.0.0.1:9')
     expect(run.code).toBe(1)
-    expect(lines(run.stderr)).toEqual(['toolbridge: --url http://127.0.0.1:9: no toolbridge answers there'])
+    expect(lines(run.stderr)).toEqual(['toolbridge: --url http://127.0.0.1:9: no toolbridge answers there (or TOOLBRIDGE_HTTP_TOKEN is not its token)'])
   })
 })
 

@@ -111,3 +111,35 @@ describe('limits', () => {
     expect(() => resolveSettings({ maxRequestBytes: '1kb' }, {})).toThrow('--max-request-bytes: "1kb" must be an integer')
   })
 })
+
+describe('--http-token', () => {
+  let runtime: Runtime
+  let url: string
+  beforeAll(async () => {
+    runtime = await start({ httpToken: 's3cret' })
+    url = runtime.gateway!.url
+  })
+  afterAll(() => runtime?.stop())
+
+  const call = (headers: Record<string, string>) =>
+    fetch(`${url}/tools/calculate`, { method: 'POST', headers, body: JSON.stringify({ arguments: { expression: '2+3' } }) })
+
+  it('refuses /tools without the bearer token, or with another', async () => {
+    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 's3cret' }]) {
+      const response = await call(headers)
+      expect(response.status).toBe(401)
+      expect(response.headers.get('www-authenticate')).toBe('Bearer')
+    }
+    expect((await fetch(`${url}/tools`)).status).toBe(401)
+  })
+
+  it('answers with it', async () => {
+    const response = await call({ authorization: 'Bearer s3cret' })
+    expect(response.status).toBe(200)
+    expect(await response.text()).toBe('{"response":"5"}\n')
+  })
+
+  it('leaves /healthz, /readyz and /metrics open', async () => {
+    for (const path of ['/healthz', '/readyz', '/metrics']) expect((await fetch(url + path)).status).toBe(200)
+  })
+})
