@@ -53,6 +53,8 @@ export interface ToolServiceSpec {
   response: ResponseMode
   concurrency: number
   timeoutMs: number
+  /** Lambda's `memorySize` (the function's, else the provider's), MB; the local invoker's heap limit per worker. */
+  memoryMb: number | undefined
   tools: ToolSpec[]
   /** What the function receives and how its result becomes the answer (bridge/event-shapes.ts). */
   shape: ShapeSpec
@@ -178,16 +180,19 @@ export function readToolServices(serverless: unknown): ToolServiceSpec[] {
   if (!isRecord(serverless)) throw new ConfigError('serverless.yml', 'must be a YAML mapping')
   const functions = serverless.functions
   if (!isRecord(functions)) throw new ConfigError('functions', 'must be a mapping of function names to functions')
-  // Lambda's own timeout: the function's, else the provider's.
+  // Lambda's own timeout and memory: the function's, else the provider's.
   const provider = isRecord(serverless.provider) ? serverless.provider : {}
-  const providerTimeout = typeof provider.timeout === 'number' ? provider.timeout : undefined
+  const providerDefaults: FunctionDefaults = {
+    timeout: typeof provider.timeout === 'number' ? provider.timeout : undefined,
+    memorySize: typeof provider.memorySize === 'number' ? provider.memorySize : undefined,
+  }
   const namePrefix = lambdaNamePrefix(serverless.service, provider.stage)
   const specs: ToolServiceSpec[] = []
   for (const [functionName, fn] of Object.entries(functions)) {
     if (!isRecord(fn) || fn.toolService === undefined) continue
-    specs.push(readToolService(functionName, fn, providerTimeout, namePrefix))
+    specs.push(readToolService(functionName, fn, providerDefaults, namePrefix))
   }
-  for (const external of readExternalToolServices(serverless.custom, providerTimeout)) {
+  for (const external of readExternalToolServices(serverless.custom, providerDefaults)) {
     // The invokers tell services apart by this key.
     if (Object.hasOwn(functions, external.functionName)) {
       throw new ConfigError(`custom.toolServices.${external.functionName}`, `"${external.functionName}" is also a key under functions:`)
@@ -213,12 +218,12 @@ function lambdaNamePrefix(service: unknown, stage: unknown): string {
  * `custom.toolServices.<key>`: tool services for functions this serverless.yml does not define,
  * a Lambda function (`function:`) or an HTTP endpoint (`url:`).
  */
-function readExternalToolServices(custom: unknown, providerTimeout: number | undefined): ToolServiceSpec[] {
+function readExternalToolServices(custom: unknown, providerDefaults: FunctionDefaults): ToolServiceSpec[] {
   if (!isRecord(custom) || custom.toolServices === undefined) return []
   if (!isRecord(custom.toolServices)) throw new ConfigError('custom.toolServices', 'must be a mapping of names to tool services')
   return Object.entries(custom.toolServices).map(([key, block]) => {
     const base = `custom.toolServices.${key}`
-    const spec = readToolService(key, { toolService: block }, providerTimeout, '', base, validateExternalToolService)
+    const spec = readToolService(key, { toolService: block }, providerDefaults, '', base, validateExternalToolService)
     const b = block as ToolServiceBlock
     if ((b.function === undefined) === (b.url === undefined)) throw new ConfigError(base, 'give either "function" (a Lambda name or ARN) or "url", not both or neither')
     if (b.function !== undefined) {
@@ -277,10 +282,16 @@ function checkTemplate(path: string, value: unknown): void {
   }
 }
 
+/** `provider:` settings a function inherits unless it sets its own. */
+interface FunctionDefaults {
+  timeout: number | undefined
+  memorySize: number | undefined
+}
+
 function readToolService(
   functionName: string,
   fn: Record<string, unknown>,
-  providerTimeout: number | undefined,
+  providerDefaults: FunctionDefaults,
   namePrefix: string,
   base = `functions.${functionName}.toolService`,
   validate = validateToolService,
@@ -306,7 +317,7 @@ function readToolService(
     }
   })
   const { requestQueue, responseQueue } = resolveQueues(base, block)
-  const fnTimeout = typeof fn.timeout === 'number' ? fn.timeout : providerTimeout
+  const fnTimeout = typeof fn.timeout === 'number' ? fn.timeout : providerDefaults.timeout
   const tools = block.tools.map((tool, i) => readTool(`${base}.tools[${i}]`, tool, configParams))
   return {
     functionName,
@@ -320,6 +331,7 @@ function readToolService(
     response: block.response ?? 'single',
     concurrency: block.concurrency ?? DEFAULT_CONCURRENCY,
     timeoutMs: Math.round((block.timeout ?? fnTimeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000),
+    memoryMb: typeof fn.memorySize === 'number' ? fn.memorySize : providerDefaults.memorySize,
     tools,
     shape: readShape(base, block),
   }

@@ -308,6 +308,16 @@ describe.each(LOCAL_INVOKERS)('the bridge with the %s invoker', (invoker) => {
       expect(after).not.toBe(before)
     })
 
+    it.runIf(isolated)('answers a function that outgrows its memorySize with an error and replaces the worker', async () => {
+      const before = await faults.call('hogs-memory-service', { hog: false })
+      const error = await callError(faults.call('hogs-memory-service', { hog: true }))
+      expect(error.type).toBe('tool-service-error')
+      expect(error.message).toBe('function "hogs-memory" crashed: it ran out of memory (memorySize 64 MB)')
+      const after = await faults.call('hogs-memory-service', { hog: false })
+      expect(after).toMatch(/^alive in thread \d+$/)
+      expect(after).not.toBe(before)
+    })
+
     it.runIf(isolated)('answers a function whose timer throws an uncaught exception with an error', async () => {
       const error = await callError(faults.call('crashes-later-service'))
       expect(error.type).toBe('tool-service-error')

@@ -19,6 +19,8 @@ export interface FunctionTarget {
   timeoutMs: number
   /** Upper bound on simultaneous invocations of this function. */
   concurrency: number
+  /** Lambda's `memorySize` in MB, if set: in worker threads, each environment's heap limit. */
+  memoryMb?: number | undefined
 }
 
 export interface Invocation {

@@ -6,7 +6,7 @@
  * worker terminated and replaced, and the bridge keeps serving.
  */
 import { randomUUID } from 'node:crypto'
-import { Worker } from 'node:worker_threads'
+import { Worker, type ResourceLimits } from 'node:worker_threads'
 import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
 import type { FromWorker, ToWorker, WorkerSetup } from './worker.ts'
 
@@ -25,8 +25,8 @@ class Environment {
   running: Running | undefined
   dead = false
 
-  constructor(setup: WorkerSetup, onDeath: (env: Environment) => void) {
-    this.worker = new Worker(WORKER_SCRIPT, { workerData: setup, stdout: false, stderr: false })
+  constructor(setup: WorkerSetup, resourceLimits: ResourceLimits | undefined, onDeath: (env: Environment) => void) {
+    this.worker = new Worker(WORKER_SCRIPT, { workerData: setup, stdout: false, stderr: false, resourceLimits })
     let markReady: (error: string | undefined) => void
     this.ready = new Promise((resolve) => (markReady = resolve))
     const die = (message: string) => {
@@ -51,7 +51,9 @@ class Environment {
           return this.running?.finish(functionError(message.errorType, message.errorMessage))
       }
     })
-    this.worker.on('error', (err) => die(`${err.name}: ${err.message}`))
+    this.worker.on('error', (err: Error & { code?: string }) =>
+      die(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `it ran out of memory (memorySize ${resourceLimits?.maxOldGenerationSizeMb} MB)` : `${err.name}: ${err.message}`),
+    )
     this.worker.on('exit', (code) => die(`its worker exited with code ${code}`))
   }
 }
@@ -63,10 +65,12 @@ class Pool {
   private readonly waiting: ((env: Environment) => void)[] = []
   private readonly setup: WorkerSetup
   private readonly max: number
+  private readonly resourceLimits: ResourceLimits | undefined
 
-  constructor(setup: WorkerSetup, max: number) {
+  constructor(setup: WorkerSetup, max: number, resourceLimits: ResourceLimits | undefined) {
     this.setup = setup
     this.max = max
+    this.resourceLimits = resourceLimits
   }
 
   acquire(): Promise<Environment> {
@@ -93,7 +97,7 @@ class Pool {
   }
 
   spawn(): Environment {
-    const env = new Environment(this.setup, (dead) => this.forget(dead))
+    const env = new Environment(this.setup, this.resourceLimits, (dead) => this.forget(dead))
     this.all.add(env)
     return env
   }
@@ -110,6 +114,18 @@ class Pool {
     if (next) next(this.spawn())
   }
 }
+
+/**
+ * A worker's heap limits from the function's `memorySize`, as Lambda limits
+ * an execution environment: past it, the environment is stopped and the
+ * invocation answered with a crash. The young generation is kept small so
+ * that many environments do not each grow a large one.
+ */
+function resourceLimitsFor(memoryMb: number | undefined): ResourceLimits | undefined {
+  if (memoryMb === undefined) return undefined
+  return { maxOldGenerationSizeMb: memoryMb, maxYoungGenerationSizeMb: Math.min(YOUNG_GENERATION_MB, Math.max(1, Math.floor(memoryMb / 8))) }
+}
+const YOUNG_GENERATION_MB = 8
 
 export class WorkerThreadInvoker implements Invoker {
   private readonly pools = new Map<string, Pool>()
@@ -166,7 +182,7 @@ export class WorkerThreadInvoker implements Invoker {
     let pool = this.pools.get(target.functionName)
     if (!pool) {
       const setup: WorkerSetup = { baseDir: this.baseDir, handler: target.handler!, functionName: target.functionName }
-      pool = new Pool(setup, target.concurrency)
+      pool = new Pool(setup, target.concurrency, resourceLimitsFor(target.memoryMb))
       this.pools.set(target.functionName, pool)
     }
     return pool
