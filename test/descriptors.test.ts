@@ -107,7 +107,7 @@ describe('descriptors of the repo serverless.yml (SPEC §1)', () => {
 })
 
 describe('readToolServices', () => {
-  it('applies the defaults: concurrency 8, timeout 30 s, single response, the envelope as event', () => {
+  it('applies the defaults: concurrency 8, timeout 30 s, no memory limit, single response, the envelope as event', () => {
     const spec = only(readToolServices(project()))
     expect(DEFAULT_CONCURRENCY).toBe(8)
     expect(DEFAULT_TIMEOUT_SECONDS).toBe(30)
@@ -123,6 +123,7 @@ describe('readToolServices', () => {
       response: 'single',
       concurrency: 8,
       timeoutMs: 30_000,
+      memoryMb: undefined,
       tools: [
         {
           name: 'tell-joke',
@@ -146,6 +147,14 @@ describe('readToolServices', () => {
     p.functions.joke!.timeout = 12
     joke(p).timeout = 2.5
     expect(only(readToolServices(p)).timeoutMs).toBe(2_500)
+  })
+
+  it("takes memorySize from the function, else from the provider", () => {
+    const p = project() as ReturnType<typeof project> & { provider?: Record<string, unknown> }
+    p.provider = { memorySize: 512 }
+    expect(only(readToolServices(p)).memoryMb).toBe(512)
+    ;(p.functions.joke as Record<string, unknown>).memorySize = 128
+    expect(only(readToolServices(p)).memoryMb).toBe(128)
   })
 
   it('reads response mode and concurrency', () => {
