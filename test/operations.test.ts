@@ -125,7 +125,7 @@ describe('--http-token', () => {
     fetch(`${url}/tools/calculate`, { method: 'POST', headers, body: JSON.stringify({ arguments: { expression: '2+3' } }) })
 
   it('refuses /tools without the bearer token, or with another', async () => {
-    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 's3cret' }]) {
+    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 's3cret' }] as Record<string, string>[]) {
       const response = await call(headers)
       expect(response.status).toBe(401)
       expect(response.headers.get('www-authenticate')).toBe('Bearer')
