@@ -22,6 +22,7 @@
  *   BENCH_REQUESTS   requests in all (default 100000)
  *   BENCH_INFLIGHT   callers (default 32)
  *   BENCH_INVOKER    the bridge's invoker (default local: worker threads)
+ *   BENCH_BRIDGE_NODE_OPTIONS  node options for the bridge (default --max-old-space-size=160; empty: none)
  *   BENCH_BROKER     default TOOLBRIDGE_BROKER, else amqp://guest:guest@127.0.0.1:5672/
  *   BENCH_OUT        JSON path (default bench/results/soak.json); the SVG goes beside it
  */
@@ -44,6 +45,13 @@ const TARGET_RSS_GROWTH = 0.1
 const WARMUP_FRACTION = 0.1
 const CALL_TIMEOUT_MS = 30_000
 const INVOKER = process.env.BENCH_INVOKER || 'local'
+/**
+ * Node options for the bridge process: by default its heap capped as README
+ * recommends for production. Without a cap V8 sizes the heap lazily and RSS
+ * keeps climbing for minutes before it levels off (BENCH_BRIDGE_NODE_OPTIONS=
+ * with an empty value shows it).
+ */
+const BRIDGE_NODE_OPTIONS = process.env.BENCH_BRIDGE_NODE_OPTIONS ?? '--max-old-space-size=160'
 
 interface Sample {
   seconds: number
@@ -67,7 +75,7 @@ async function startBridge(): Promise<{ pid: number; url: string; stop(): Promis
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
   const yml = readFileSync(resolve(ROOT, 'serverless.yml'), 'utf8').replace(/^( +topic: )(\S+)$/gm, (_, key: string, topic: string) => key + SOAK_TOPIC(topic))
   writeFileSync(SOAK_YML, yml)
-  const args = ['bridge/cli.ts', '-c', SOAK_YML, 'start', '--broker', BROKER, '--invoker', INVOKER, '--port', '0', '--log-level', 'warn']
+  const args = [...BRIDGE_NODE_OPTIONS.split(' ').filter(Boolean), 'bridge/cli.ts', '-c', SOAK_YML, 'start', '--broker', BROKER, '--invoker', INVOKER, '--port', '0', '--log-level', 'warn']
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env,
@@ -118,7 +126,7 @@ async function main(): Promise<void> {
   }
   const machine = machineInfo({})
   console.log(describeMachine(machine))
-  console.log(`soak: ${fmtInt(TOTAL)} requests, ${IN_FLIGHT} in flight, ${INVOKER} invoker, bridge on ${BROKER.replace(/\/\/[^@]*@/, '//')}`)
+  console.log(`soak: ${fmtInt(TOTAL)} requests, ${IN_FLIGHT} in flight, ${INVOKER} invoker, node ${BRIDGE_NODE_OPTIONS || '(no options)'}, bridge on ${BROKER.replace(/\/\/[^@]*@/, '//')}`)
 
   const bridge = await startBridge()
   const transport = new RabbitTransport(BROKER)
@@ -256,7 +264,7 @@ async function main(): Promise<void> {
   )
   writeResults(OUT, {
     bench: 'soak: the bridge on RabbitMQ',
-    settings: { requests: TOTAL, inFlight: IN_FLIGHT, warmupFraction: WARMUP_FRACTION },
+    settings: { requests: TOTAL, inFlight: IN_FLIGHT, warmupFraction: WARMUP_FRACTION, invoker: INVOKER, bridgeNodeOptions: BRIDGE_NODE_OPTIONS },
     target: { rssGrowth: TARGET_RSS_GROWTH, lost: 0 },
     result: { seconds, answered, lost: lost.length, rssAfterWarmupMiB: afterWarmup.rssMiB, rssEndMiB: end.rssMiB, rssGrowth: growth, secondHalfRssGrowth: secondHalfGrowth, peakRssMiB: peak },
     machine,
