@@ -1,0 +1,256 @@
+/**
+ * The Pulsar client's wire pieces, from bytes the tests build: CRC32C,
+ * frames (split and joined any way a socket may cut them), the protobuf
+ * codecs, batches, and every compression codec a producer may use. No
+ * broker: test/pulsar.test.ts runs the client against a real one.
+ */
+import { deflateSync, zstdCompressSync } from 'node:zlib'
+import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire'
+import { compressBlock, compressBound } from 'lz4js'
+import { compress as snappyCompress } from 'snappyjs'
+import { describe, expect, it } from 'vitest'
+import { packBatch, unpackBatch } from '../bridge/transports/pulsar/batch.ts'
+import { decompress } from '../bridge/transports/pulsar/compression.ts'
+import { crc32c } from '../bridge/transports/pulsar/crc32c.ts'
+import { PulsarError, PulsarServerError } from '../bridge/transports/pulsar/errors.ts'
+import { FrameDecoder, parseFrame, payloadFrame, simpleFrame } from '../bridge/transports/pulsar/frame.ts'
+import { CompressionType, decode, decodeCommand, encode, encodeCommand, MessageMetadata } from '../bridge/transports/pulsar/proto.ts'
+
+const text = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8')
+const utf8 = (s: string) => new Uint8Array(Buffer.from(s, 'utf8'))
+
+/** Feeds `bytes` to a decoder in pieces of `size` bytes; returns every frame. */
+function feed(bytes: Buffer, size: number, decoder = new FrameDecoder(1 << 20)): Buffer[] {
+  const frames: Buffer[] = []
+  for (let i = 0; i < bytes.length; i += size) frames.push(...decoder.push(bytes.subarray(i, i + size)))
+  return frames
+}
+
+describe('CRC32C', () => {
+  it('gives the check value of the Castagnoli polynomial for "123456789"', () => {
+    expect(crc32c(utf8('123456789'))).toBe(0xe3069283)
+  })
+
+  it('gives the same checksum over any split of the data, and 0 for nothing', () => {
+    const data = new Uint8Array(1000).map((_, i) => (i * 31) & 0xff)
+    const whole = crc32c(data)
+    for (const cut of [1, 7, 8, 9, 500, 999]) expect(crc32c(data.subarray(cut), crc32c(data.subarray(0, cut)))).toBe(whole)
+    expect(crc32c(new Uint8Array(0))).toBe(0)
+  })
+
+  it('matches the bitwise definition on random data of every length up to 64', () => {
+    const bitwise = (data: Uint8Array) => {
+      let c = 0xffffffff
+      for (const byte of data) {
+        c ^= byte
+        for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1
+      }
+      return ~c >>> 0
+    }
+    for (let n = 0; n <= 64; n++) {
+      const data = new Uint8Array(n).map(() => Math.floor(Math.random() * 256))
+      expect(crc32c(data)).toBe(bitwise(data))
+    }
+  })
+})
+
+describe('protobuf codecs', () => {
+  it('round-trips a command, and reads its type from the BaseCommand', () => {
+    const bytes = encodeCommand('send_receipt', { producer_id: 7, sequence_id: 2 ** 40, message_id: { ledgerId: 2n ** 63n + 5n, entryId: 9n } })
+    const command = decodeCommand(bytes)
+    expect(command).toEqual({
+      type: 'send_receipt',
+      body: { producer_id: 7, sequence_id: 2 ** 40, message_id: { ledgerId: 2n ** 63n + 5n, entryId: 9n } },
+    })
+  })
+
+  it('writes what PulsarApi.proto says: BaseCommand.type = 1, CommandFlow at field 11 with consumer_id 1 and messagePermits 2', () => {
+    const bytes = encodeCommand('flow', { consumer_id: 3, messagePermits: 1000 })
+    // 08 0b: type (field 1, varint) = 11; 5a 05: field 11, 5 bytes; 08 03: consumer_id 3; 10 e8 07: permits 1000
+    expect(Buffer.from(bytes).toString('hex')).toBe('080b5a05080310e807')
+  })
+
+  it('skips fields it does not know and keeps absent optional fields undefined', () => {
+    const writer = new BinaryWriter()
+    writer.tag(1, WireType.LengthDelimited).string('producer-1')
+    writer.tag(2, WireType.Varint).uint64(12)
+    writer.tag(3, WireType.Varint).uint64(1_700_000_000_000)
+    writer.tag(99, WireType.LengthDelimited).string('a field from a newer protocol')
+    writer.tag(24, WireType.Varint).uint64(5)
+    const metadata = decode<MessageMetadata>(MessageMetadata, writer.finish())
+    expect(metadata).toEqual({ producer_name: 'producer-1', sequence_id: 12, publish_time: 1_700_000_000_000 })
+    expect(metadata.num_messages_in_batch).toBeUndefined()
+  })
+
+  it('reports an unknown command type as unknown rather than failing', () => {
+    const writer = new BinaryWriter()
+    writer.tag(1, WireType.Varint).int32(64) // WATCH_TOPIC_LIST
+    writer.tag(64, WireType.LengthDelimited).bytes(new Uint8Array([8, 1]))
+    expect(decodeCommand(writer.finish())).toEqual({ type: 'unknown', typeNumber: 64 })
+  })
+})
+
+describe('frames', () => {
+  const metadata = { producer_name: 'p', sequence_id: 1, publish_time: 42, properties: [{ key: 'id', value: 'abc' }] }
+
+  it('lays out a simple frame as [total][command size][command]', () => {
+    const command = encodeCommand('ping', {})
+    const frame = simpleFrame(command)
+    expect(frame.readUInt32BE(0)).toBe(frame.length - 4)
+    expect(frame.readUInt32BE(4)).toBe(command.length)
+    expect(decodeCommand(parseFrame(frame.subarray(4)).command).type).toBe('ping')
+  })
+
+  it('lays out a payload frame with magic 0x0e01 and a CRC32C over metadata size, metadata and payload', () => {
+    const command = encodeCommand('send', { producer_id: 1, sequence_id: 1, num_messages: 1 })
+    const frame = payloadFrame(command, metadata, utf8('{"x":1}'))
+    const at = 8 + command.length
+    expect(frame.readUInt16BE(at)).toBe(0x0e01)
+    expect(frame.readUInt32BE(at + 2)).toBe(crc32c(frame.subarray(at + 6)))
+    const parsed = parseFrame(frame.subarray(4))
+    expect(parsed.message?.checksumOk).toBe(true)
+    expect(parsed.message?.metadata).toEqual(metadata)
+    expect(text(parsed.message!.payload)).toBe('{"x":1}')
+  })
+
+  it('notices a payload changed on the way', () => {
+    const frame = payloadFrame(encodeCommand('send', { producer_id: 1, sequence_id: 1 }), metadata, utf8('{"x":1}'))
+    frame.writeUInt8(frame.readUInt8(frame.length - 2) ^ 0x01, frame.length - 2)
+    expect(parseFrame(frame.subarray(4)).message?.checksumOk).toBe(false)
+  })
+
+  it('skips broker-entry metadata (magic 0x0e02) in front of the checksum', () => {
+    const command = encodeCommand('message', { consumer_id: 1, message_id: { ledgerId: 1n, entryId: 2n } })
+    const plain = payloadFrame(command, metadata, utf8('hello')).subarray(8 + command.length)
+    const entryMetadata = Buffer.from([0x08, 0x2a]) // broker_timestamp = 42
+    const extra = Buffer.alloc(6)
+    extra.writeUInt16BE(0x0e02, 0)
+    extra.writeUInt32BE(entryMetadata.length, 2)
+    const body = Buffer.concat([Buffer.alloc(4), command, extra, entryMetadata, plain])
+    body.writeUInt32BE(command.length, 0)
+    const parsed = parseFrame(body)
+    expect(parsed.message?.checksumOk).toBe(true)
+    expect(text(parsed.message!.payload)).toBe('hello')
+  })
+
+  it('cuts a byte stream into frames however the socket splits it', () => {
+    const frames = [
+      simpleFrame(encodeCommand('ping', {})),
+      payloadFrame(encodeCommand('send', { producer_id: 1, sequence_id: 1 }), metadata, new Uint8Array(3000).fill(7)),
+      simpleFrame(encodeCommand('pong', {})),
+    ]
+    const stream = Buffer.concat(frames)
+    for (const size of [1, 3, 4, 5, 100, stream.length]) {
+      const got = feed(stream, size)
+      expect(got.map((f) => decodeCommand(parseFrame(f).command).type)).toEqual(['ping', 'send', 'pong'])
+      expect(parseFrame(got[1]!).message?.payload.length).toBe(3000)
+    }
+  })
+
+  it('refuses a frame over the size limit before reading it', () => {
+    const frame = payloadFrame(encodeCommand('send', { producer_id: 1, sequence_id: 1 }), metadata, new Uint8Array(2000))
+    expect(() => feed(frame, 8, new FrameDecoder(1000))).toThrow(/over the limit of 1000/)
+  })
+
+  it('refuses a frame whose command overruns it', () => {
+    const frame = simpleFrame(encodeCommand('ping', {}))
+    frame.writeUInt32BE(100, 4)
+    expect(() => parseFrame(frame.subarray(4))).toThrow(PulsarError)
+  })
+})
+
+describe('batches', () => {
+  it('unpacks what a batching producer packs, with per-message properties', () => {
+    const packed = packBatch([
+      { metadata: { properties: [{ key: 'id', value: '1' }] }, payload: utf8('one') },
+      { metadata: { properties: [{ key: 'id', value: '2' }], partition_key: 'k' }, payload: utf8('') },
+      { metadata: { event_time: 5 }, payload: utf8('three') },
+    ])
+    const entries = unpackBatch(packed, 3)
+    expect(entries.map((e) => text(e.payload))).toEqual(['one', '', 'three'])
+    expect(entries[0]!.metadata.properties).toEqual([{ key: 'id', value: '1' }])
+    expect(entries[1]!.metadata.partition_key).toBe('k')
+    expect(entries[2]!.metadata.event_time).toBe(5)
+  })
+
+  it('refuses a batch that holds fewer messages than its metadata says, or overruns itself', () => {
+    const packed = packBatch([{ metadata: {}, payload: utf8('only') }])
+    expect(() => unpackBatch(packed, 2)).toThrow(/message 1 of 2 is missing/)
+    expect(() => unpackBatch(packed.subarray(0, packed.length - 1), 1)).toThrow(/overruns/)
+  })
+})
+
+describe('compression', () => {
+  const original = utf8(JSON.stringify({ response: 'All work and no play makes Jack a dull boy. '.repeat(40), end_of_stream: true }))
+
+  const codecs: { name: string; type: number; compress: (data: Uint8Array) => Uint8Array }[] = [
+    {
+      name: 'LZ4 (raw block)',
+      type: CompressionType.LZ4,
+      compress: (data) => {
+        const out = new Uint8Array(compressBound(data.length))
+        return out.subarray(0, compressBlock(data, out, 0, data.length, new Uint32Array(1 << 16)))
+      },
+    },
+    { name: 'ZLIB', type: CompressionType.ZLIB, compress: (data) => deflateSync(data) },
+    { name: 'ZSTD', type: CompressionType.ZSTD, compress: (data) => zstdCompressSync(data) },
+    { name: 'SNAPPY (raw)', type: CompressionType.SNAPPY, compress: (data) => snappyCompress(data) },
+  ]
+
+  it.each(codecs)('restores a $name payload byte for byte', ({ type, compress }) => {
+    const compressed = compress(original)
+    expect(compressed.length).toBeLessThan(original.length)
+    expect(Buffer.compare(Buffer.from(decompress(type, compressed, original.length)), Buffer.from(original))).toBe(0)
+  })
+
+  it.each(codecs)('refuses a $name payload whose size differs from the metadata', ({ type, compress }) => {
+    expect(() => decompress(type, compress(original), original.length + 1)).toThrow(PulsarError)
+  })
+
+  it.each(codecs.filter((c) => c.type !== CompressionType.LZ4))('refuses corrupt $name data with a ProtocolError', ({ type }) => {
+    const error = (() => {
+      try {
+        decompress(type, utf8('this is not compressed data at all'), 100)
+      } catch (err) {
+        return err
+      }
+    })()
+    expect(error).toBeInstanceOf(PulsarError)
+    expect((error as PulsarError).code).toBe('ProtocolError')
+  })
+
+  it('passes an uncompressed payload through and refuses an unknown codec', () => {
+    expect(decompress(CompressionType.NONE, original, 0)).toBe(original)
+    expect(() => decompress(9, original, original.length)).toThrow(/unknown compression type 9/)
+  })
+
+  it('unpacks a compressed batch: decompress first, then split', () => {
+    const packed = packBatch([
+      { metadata: {}, payload: utf8('first') },
+      { metadata: {}, payload: utf8('second') },
+    ])
+    const entries = unpackBatch(decompress(CompressionType.ZSTD, zstdCompressSync(packed), packed.length), 2)
+    expect(entries.map((e) => text(e.payload))).toEqual(['first', 'second'])
+  })
+})
+
+describe('errors', () => {
+  it("names the broker's error code and says whether trying again can help", () => {
+    const busy = new PulsarServerError(6, 'namespace bundle is being unloaded')
+    expect(busy.code).toBe('ServiceNotReady')
+    expect(busy.retriable).toBe(true)
+    expect(busy.message).toBe('ServiceNotReady: namespace bundle is being unloaded')
+    const denied = new PulsarServerError(3, 'bad token')
+    expect(denied.code).toBe('AuthenticationError')
+    expect(denied.retriable).toBe(false)
+    expect(new PulsarServerError(200, 'from the future').code).toBe('ServerError200')
+  })
+
+  it('encodes message metadata with every property', () => {
+    const bytes = encode(MessageMetadata, { producer_name: 'p', sequence_id: 0, publish_time: 1, properties: [{ key: 'a', value: '1' }, { key: 'b', value: '' }] })
+    expect(decode<MessageMetadata>(MessageMetadata, bytes).properties).toEqual([
+      { key: 'a', value: '1' },
+      { key: 'b', value: '' },
+    ])
+  })
+})
