@@ -34,7 +34,7 @@ import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
 import { RequestClient } from '../bridge/client.ts'
 import { resolveSettings } from '../bridge/config.ts'
 import { startRuntime } from '../bridge/runtime.ts'
-import { startOffline } from '../test/support/offline.ts'
+import { startOffline } from '../scripts/offline.ts'
 import {
   describeMachine,
   fmt,

@@ -61,9 +61,9 @@ export function slsEnvironment(base: NodeJS.ProcessEnv = process.env, build: Bui
 }
 
 /** Deletes serverless-esbuild's work folder, and the packaging output before `package`. */
-export async function cleanBuildOutputs(command: string | undefined, build: BuildDirs = DEFAULT_BUILD): Promise<void> {
-  await rm(join(ROOT, build.workFolder), { recursive: true, force: true })
-  if (command === 'package') await rm(join(ROOT, build.packageDir), { recursive: true, force: true })
+export async function cleanBuildOutputs(command: string | undefined, build: BuildDirs = DEFAULT_BUILD, serviceDir = ROOT): Promise<void> {
+  await rm(join(serviceDir, build.workFolder), { recursive: true, force: true })
+  if (command === 'package') await rm(join(serviceDir, build.packageDir), { recursive: true, force: true })
 }
 
 async function main(args: string[]): Promise<void> {

@@ -10,9 +10,8 @@
  * - both examples answering through `toolbridge invoke`, and through
  *   TrustGraph's own client on RabbitMQ when both are installed.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -22,7 +21,8 @@ import { loadProject, resolveSettings, type Project, type Settings } from '../br
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import type { Logger } from '../bridge/logger.ts'
 import { startHttpFunctionServer, type HttpFunctionServer } from '../functions/http-echo/server.ts'
-import { ROOT, SLS_BIN, slsEnvironment } from '../scripts/sls.ts'
+import { startOffline } from '../scripts/offline.ts'
+import { ROOT } from '../scripts/sls.ts'
 import { FakeLambda, reply } from './support/fake-lambda.ts'
 import { RABBITMQ_INSTALL, rabbitmqInstalled, startRabbitmq, type RabbitBroker } from './support/rabbitmq.ts'
 import { TRUSTGRAPH_INSTALL, trustgraphClientCalls, trustgraphInstalled } from './support/trustgraph.ts'
@@ -82,62 +82,6 @@ async function answers(runtime: Runtime, project: Project, calls: { tool: string
   )
 }
 
-function freePort(): Promise<number> {
-  const server = createServer()
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo
-      server.close(() => resolve(port))
-    }),
-  )
-}
-
-/** `sls offline start` in the fixture's directory; resolves with the Lambda API's URL once it listens. */
-async function startFixtureOffline(): Promise<{ endpoint: string; stop(): Promise<void> }> {
-  const [lambdaPort, httpPort, websocketPort] = [await freePort(), await freePort(), await freePort()]
-  const child: ChildProcess = spawn(
-    SLS_BIN,
-    ['offline', 'start', '--lambdaPort', String(lambdaPort), '--httpPort', String(httpPort), '--websocketPort', String(websocketPort)],
-    { cwd: FIXTURE_DIR, env: slsEnvironment(), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
-  )
-  const kill = (signal: NodeJS.Signals) => {
-    try {
-      process.kill(-child.pid!, signal)
-    } catch {
-      // gone already
-    }
-  }
-  let output = ''
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serverless-offline did not listen; its output:\n${output}`)), 90_000) // a fail-safe
-    const onData = (data: Buffer) => {
-      output += data
-      if (output.includes(`listening on http://127.0.0.1:${lambdaPort}`)) {
-        clearTimeout(timer)
-        resolve()
-      }
-    }
-    child.stdout!.on('data', onData)
-    child.stderr!.on('data', onData)
-    child.once('exit', (code) => {
-      clearTimeout(timer)
-      reject(new Error(`serverless-offline exited with ${code}; its output:\n${output}`))
-    })
-  }).catch((err: Error) => {
-    kill('SIGKILL')
-    throw err
-  })
-  return {
-    endpoint: `http://127.0.0.1:${lambdaPort}`,
-    async stop() {
-      const exited = new Promise((resolve) => child.once('exit', resolve))
-      kill('SIGTERM')
-      await exited
-      rmSync(join(FIXTURE_DIR, '.esbuild'), { recursive: true, force: true })
-    },
-  }
-}
-
 describe('the Express app through apigw-v2: in process and under serverless-offline', () => {
   let inProcess: string[]
   let offlineAnswers: string[]
@@ -150,7 +94,7 @@ describe('the Express app through apigw-v2: in process and under serverless-offl
     } finally {
       await local.stop()
     }
-    const offline = await startFixtureOffline()
+    const offline = await startOffline({ serviceDir: FIXTURE_DIR })
     try {
       const remote = await startRuntime(project, settingsFor({ invoker: 'lambda', lambdaEndpoint: offline.endpoint }))
       try {

@@ -21,7 +21,7 @@ import ToolServicePlugin from '../serverless-plugin/tool-service.ts'
 import { handler as jokeHandler } from '../functions/joke/handler.ts'
 import { handler as storyHandler } from '../functions/story/handler.ts'
 import { PACKAGE_DIR, ROOT, SLS_BIN, slsEnvironment } from '../scripts/sls.ts'
-import { startOffline, type Offline } from './support/offline.ts'
+import { startOffline, type Offline } from '../scripts/offline.ts'
 
 const run = promisify(execFile)
 

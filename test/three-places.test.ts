@@ -18,7 +18,7 @@ import { MemoryBroker } from '../bridge/transports/memory.ts'
 import { ROOT } from '../scripts/sls.ts'
 import { FakeLambda } from './support/fake-lambda.ts'
 import { loadPackagedFunction } from './support/lambda-runtime.ts'
-import { packageFunctions, startOffline, type Offline, type Packaged } from './support/offline.ts'
+import { packageFunctions, startOffline, type Offline, type Packaged } from '../scripts/offline.ts'
 
 /** serverless.yml, with the story service's timeout cut to a second so that one example runs past it. */
 const STORY_TIMEOUT_MS = 1000

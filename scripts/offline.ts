@@ -1,17 +1,18 @@
 /**
- * serverless-offline for the integration tests: the real one of node_modules
- * (npm ci installs it, so these tests never skip), started as `npm run
- * offline` starts it (scripts/sls.ts: same environment, nothing reaches the
- * network), with the functions bundled by serverless-esbuild into .esbuild/.
- * Ready when it logs that the Lambda API listens; stopped by killing its
- * process group. If it cannot start, the error carries its output.
+ * serverless-offline and `sls package` as child processes, for the tests and
+ * benchmarks: the real ones of node_modules (npm ci installs them, so nothing
+ * skips), run as `npm run offline` / `npm run package` run them (sls.ts: same
+ * environment, nothing reaches the network), each in a build folder of its
+ * own. serverless-offline is ready when it logs that the Lambda API listens
+ * and is stopped by killing its process group; if it cannot start, the error
+ * carries its output.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { promisify } from 'node:util'
 import { rm } from 'node:fs/promises'
 import { createServer, connect as netConnect, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { cleanBuildOutputs, isolatedBuild, ROOT, SLS_BIN, slsEnvironment } from '../../scripts/sls.ts'
+import { cleanBuildOutputs, isolatedBuild, ROOT, SLS_BIN, slsEnvironment } from './sls.ts'
 
 const run = promisify(execFile)
 const HOST = '127.0.0.1'
@@ -59,22 +60,24 @@ let builds = 0
 const nextBuild = (purpose: string) => isolatedBuild(`${purpose}-${process.pid}-${++builds}`)
 
 /**
- * Starts `sls offline start` with the Lambda API on `port` (default: a free
- * one, so that test files and a running `npm run offline` do not collide);
- * rejects with its output if it cannot.
+ * Starts `sls offline start` for the service in `serviceDir` (default: this
+ * project) with the Lambda API on `port` (default: a free one, so that test
+ * files and a running `npm run offline` do not collide); rejects with its
+ * output if it cannot.
  */
-export async function startOffline(port?: number): Promise<Offline> {
+export async function startOffline(options: { port?: number; serviceDir?: string } = {}): Promise<Offline> {
+  const { port, serviceDir = ROOT } = options
   if (port !== undefined && (await portAnswers(port))) {
     throw new Error(`cannot start serverless-offline: port ${port} is already in use (is \`npm run offline\` running?)`)
   }
   const lambdaPort = port ?? (await freePort())
   const build = nextBuild('offline')
-  await cleanBuildOutputs('offline', build)
+  await cleanBuildOutputs('offline', build, serviceDir)
   const started = performance.now()
   // httpPort and websocketPort too: serverless-offline binds them whether or not a function has such events.
   const ports = ['--lambdaPort', lambdaPort, '--httpPort', await freePort(), '--websocketPort', await freePort()].map(String)
   const child = spawn(SLS_BIN, ['offline', 'start', ...ports, '--host', HOST], {
-    cwd: ROOT,
+    cwd: serviceDir,
     env: slsEnvironment(process.env, build),
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // its own process group: sls, its worker threads and esbuild's service go together
@@ -116,7 +119,7 @@ export async function startOffline(port?: number): Promise<Offline> {
       const kill = setTimeout(() => killGroup(child, 'SIGKILL'), STOP_TIMEOUT_MS)
       await exited
       clearTimeout(kill)
-      await rm(join(ROOT, build.workFolder, '..'), { recursive: true, force: true })
+      await rm(join(serviceDir, build.workFolder, '..'), { recursive: true, force: true })
     },
   }
 }
