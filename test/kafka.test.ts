@@ -10,7 +10,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Consumer, MessagesStreamModes, Producer, stringDeserializer, stringSerializer } from '@platformatic/kafka'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -380,20 +382,25 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
       await runtime(fixtures)
       const t = await transport()
       const c = await client(t, spec)
+      // The group may hold a commit from an earlier run: wait for the one past this request.
+      const earlier = await committedOffset(group, topic)
       expect(await c.call({ arguments: { n: 0 } }, { timeoutMs: CALL_TIMEOUT_MS })).toBe('A:0')
-      await waitFor('the first commit', async () => (await committedOffset(group, topic)) >= 0n)
+      await waitFor('the commit of the first request', async () => (await committedOffset(group, topic)) > earlier)
       const before = await committedOffset(group, topic)
 
-      // One slow request, then three quick ones behind it on the same (only) partition.
-      const slow = c.call({ arguments: { n: 1, ms: 3000 } }, { timeoutMs: CALL_TIMEOUT_MS })
+      // One request held open until the test lets it finish, then three quick ones behind it on the same (only) partition.
+      const gate = join(mkdtempSync(join(tmpdir(), 'toolbridge-gate-')), 'open')
+      const held = c.call({ arguments: { n: 1, gate } }, { timeoutMs: CALL_TIMEOUT_MS })
+      held.catch(() => {}) // awaited below; not unhandled if an assertion fails first
       await new Promise((resolve) => setTimeout(resolve, 100))
       const quick = await Promise.all([2, 3, 4].map((n) => c.call({ arguments: { n } }, { timeoutMs: CALL_TIMEOUT_MS })))
       expect(quick).toEqual(['A:2', 'A:3', 'A:4'])
-      // The quick ones are answered, but the slow one before them is not: nothing moves.
+      // The quick ones are answered, but the one before them is not: nothing moves.
       await new Promise((resolve) => setTimeout(resolve, 500))
       expect(await committedOffset(group, topic)).toBe(before)
 
-      expect(await slow).toBe('A:1')
+      writeFileSync(gate, '')
+      expect(await held).toBe('A:1')
       await waitFor('the commit past all four', async () => (await committedOffset(group, topic)) === before + 4n)
     })
   })
