@@ -18,6 +18,7 @@ import { RequestClient, ToolCallError } from '../bridge/client.ts'
 import { loadProject, resolveSettings, type Project, type Settings } from '../bridge/config.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { RabbitTransport } from '../bridge/transports/rabbitmq.ts'
+import { coalesceWrites } from '../bridge/transports/amqp-coalesce.ts'
 import type { Consumer, Delivery, Transport } from '../bridge/transports/transport.ts'
 import { rabbitmqctl, rabbitmqInstalled, startRabbitmq, type RabbitBroker } from './support/rabbitmq.ts'
 
@@ -135,6 +136,17 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
     cleanups.push(() => created.close())
     return created
   }
+
+  it("coalesces amqplib's socket writes (its internals still have the shape amqp-coalesce.ts relies on)", async () => {
+    const model = await amqpConnect(broker.url)
+    try {
+      expect(coalesceWrites(model)).toBe(true)
+      const channel = await model.createConfirmChannel()
+      await new Promise<void>((resolve, reject) => channel.publish('', 'toolbridge-coalesce-check', Buffer.from('x'), {}, (err: unknown) => (err ? reject(err) : resolve())))
+    } finally {
+      await model.close()
+    }
+  })
 
   describe('the example tools', () => {
     let bridge: Runtime

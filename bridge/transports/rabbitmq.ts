@@ -53,6 +53,7 @@ import { silentLogger, type Logger } from '../logger.ts'
 import { createRetry, RetriesExhaustedError, type Retrier, type RetryOptions } from '../retry.ts'
 import { redact } from './redact.ts'
 import type { ConsumeOptions, Consumer, Delivery, OnDelivery, Properties, Transport } from './transport.ts'
+import { coalesceWrites } from './amqp-coalesce.ts'
 
 /** RabbitMQ's default `max_message_size` (3.8+): 128 MiB (SPEC §5). */
 export const RABBITMQ_MAX_MESSAGE_BYTES = 128 * 1024 * 1024
@@ -435,6 +436,7 @@ export class RabbitTransport implements Transport {
   /** One connection attempt: connect, open the confirm channel, re-attach every consumer. */
   private async open(): Promise<Session> {
     const model = await amqpConnect(this.url, this.socketOptions)
+    coalesceWrites(model)
     const session = new Session(model)
     model.on('error', (err: Error) => this.logger.warn({ broker: this.address, err: this.scrub(err) }, 'RabbitMQ connection error'))
     model.on('close', () => this.lost(session))
