@@ -37,6 +37,7 @@ import {
   type KafkaBroker,
 } from './support/kafka.ts'
 import { TRUSTGRAPH_INSTALL, trustgraphClientCalls, trustgraphInstalled } from './support/trustgraph.ts'
+import { metricValue } from './support/metrics.ts'
 
 const EXAMPLES_YML = fileURLToPath(new URL('../serverless.yml', import.meta.url))
 const FIXTURE_YML = fileURLToPath(new URL('./fixtures/kafka/serverless.yml', import.meta.url))
@@ -508,7 +509,7 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
     it(
       'comes back by itself after a broker restart mid-load, and answers everything sent after',
       async () => {
-        await runtime(fixtures)
+        const bridge = await runtime(fixtures)
         const t = await transport()
         const c = await client(t, spec)
         expect(await c.call({ arguments: { n: 0 } }, { timeoutMs: CALL_TIMEOUT_MS })).toMatch(/^A:0$/)
@@ -546,6 +547,7 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
 
         const answers = await Promise.all(Array.from({ length: 100 }, (_, n) => c.call({ arguments: { n } }, { timeoutMs: CALL_TIMEOUT_MS })))
         answers.forEach((text, n) => expect(text).toBe(`A:${n}`))
+        expect(await metricValue(bridge, 'toolbridge_transport_reconnects_total{transport="kafka"}')).toBeGreaterThan(0)
         console.info(`Kafka restart: ${lostOrLate} calls of the load were lost or late`)
       },
       180_000,

@@ -24,6 +24,7 @@ import { PulsarClient, PulsarError, type Message } from '../bridge/transports/pu
 import type { Consumer, Delivery, Transport } from '../bridge/transports/transport.ts'
 import { pulsarRunnable, pulsarScript, startPulsar, unloadTopic, type PulsarBroker } from './support/pulsar.ts'
 import { TRUSTGRAPH_VENV, trustgraphInstalled } from './support/trustgraph.ts'
+import { metricValue } from './support/metrics.ts'
 
 const run = promisify(execFile)
 const EXAMPLES_YML = fileURLToPath(new URL('../serverless.yml', import.meta.url))
@@ -373,7 +374,7 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
     it(
       'comes back by itself after a broker restart mid-load, and answers everything sent after',
       async () => {
-        await runtime(fixtures)
+        const bridge = await runtime(fixtures)
         const t = await transport()
         const c = await client(t, spec)
         expect(await c.call({ arguments: { n: 0 } }, { timeoutMs: CALL_TIMEOUT_MS })).toBe('A:0')
@@ -401,6 +402,7 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
         )
         const answers = await Promise.all(Array.from({ length: 100 }, (_, n) => c.call({ arguments: { n } }, { timeoutMs: CALL_TIMEOUT_MS })))
         answers.forEach((text, n) => expect(text).toBe(`A:${n}`))
+        expect(await metricValue(bridge, 'toolbridge_transport_reconnects_total{transport="pulsar"}')).toBeGreaterThan(0)
       },
       180_000,
     )

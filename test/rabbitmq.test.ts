@@ -21,6 +21,7 @@ import { RabbitTransport } from '../bridge/transports/rabbitmq.ts'
 import { coalesceWrites } from '../bridge/transports/amqp-coalesce.ts'
 import type { Consumer, Delivery, Transport } from '../bridge/transports/transport.ts'
 import { rabbitmqctl, rabbitmqInstalled, startRabbitmq, type RabbitBroker } from './support/rabbitmq.ts'
+import { metricValue } from './support/metrics.ts'
 
 const EXAMPLES_YML = fileURLToPath(new URL('../serverless.yml', import.meta.url))
 const FIXTURE_YML = fileURLToPath(new URL('./fixtures/rabbit/serverless.yml', import.meta.url))
@@ -421,7 +422,7 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
     const spec = service(fixtures, 'rabbit-replica-service')
 
     it('reconnects by itself after the broker closes every connection, and serves again', async () => {
-      await runtime(fixtures)
+      const bridge = await runtime(fixtures)
       const t = await transport()
       const c = await client(t, spec)
       expect(await c.call({ arguments: { n: 1 } }, { timeoutMs: CALL_TIMEOUT_MS })).toBe('A:1')
@@ -437,6 +438,7 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
         Array.from({ length: 50 }, (_, n) => c.call({ arguments: { n } }, { timeoutMs: CALL_TIMEOUT_MS })),
       )
       answers.forEach((text, n) => expect(text).toBe(`A:${n}`))
+      expect(await metricValue(bridge, 'toolbridge_transport_reconnects_total{transport="rabbitmq"}')).toBeGreaterThan(0)
     })
 
     it(

@@ -26,7 +26,7 @@ export function createTransport(
   }
   if (url.protocol === 'amqp:' || url.protocol === 'amqps:') return new RabbitTransport(broker, options)
   if (url.protocol === 'pulsar:' || url.protocol === 'pulsar+ssl:') {
-    const pulsar = { logger: options.logger, token: options.pulsar?.token, listener: options.pulsar?.listener }
+    const pulsar = { logger: options.logger, onReconnect: options.onReconnect, token: options.pulsar?.token, listener: options.pulsar?.listener }
     return options.pulsar?.client === 'native' ? new NativePulsarTransport(broker, pulsar) : new PulsarTransport(broker, pulsar)
   }
   throw new ConfigError('--broker', `unsupported scheme "${url.protocol}": use memory://, amqp://, amqps://, kafka://, pulsar:// or pulsar+ssl://`)

@@ -69,6 +69,8 @@ export interface ReaderOptions {
   logger: Logger
   /** For log lines: the broker without password. */
   address: string
+  /** Called each time it consumes again after losing its consumer (metrics). */
+  onReconnect?: () => void
 }
 
 /** One partition's progress in one generation, and its commit under way. */
@@ -277,7 +279,10 @@ export class TopicReader {
         },
       )
       .then(
-        () => this.logger.info({ broker: address, topic, group: groupId, afterMs: Date.now() - started }, 'consuming from Kafka again'),
+        () => {
+          this.logger.info({ broker: address, topic, group: groupId, afterMs: Date.now() - started }, 'consuming from Kafka again')
+          this.options.onReconnect?.()
+        },
         (error: unknown) => {
           if (!this.closed && !this.stopped) {
             this.logger.error({ broker: address, topic, group: groupId, err: describeKafkaError(error) }, 'gave up consuming from Kafka')

@@ -72,6 +72,8 @@ export interface KafkaTransportOptions {
   waitForConnectionMs?: number
   /** Client id the broker sees (logs, quotas). */
   clientId?: string
+  /** Called each time a consumer is back after losing its connection (metrics). */
+  onReconnect?: () => void
 }
 
 /** A small, stable hash of the `id` header: every record of one answer lands on the same partition. */
@@ -102,6 +104,7 @@ export class KafkaTransport implements Transport {
   private readonly connection: KafkaConnection
   private readonly client: ClientOptions
   private readonly logger: Logger
+  private readonly onReconnect: (() => void) | undefined
   private readonly connectRetry: Retrier
   private readonly reconnectRetry: Retrier
   private readonly waitForConnectionMs: number
@@ -120,6 +123,7 @@ export class KafkaTransport implements Transport {
     this.partitions = this.connection.partitions
     this.address = redact(broker)
     this.logger = options.logger ?? silentLogger
+    this.onReconnect = options.onReconnect
     this.connectRetry = createRetry({ ...DEFAULT_CONNECT_RETRY, ...options.connectRetry })
     this.reconnectRetry = createRetry({ ...DEFAULT_RECONNECT_RETRY, ...options.reconnectRetry })
     this.waitForConnectionMs = options.waitForConnectionMs ?? DEFAULT_WAIT_FOR_CONNECTION_MS
@@ -308,6 +312,7 @@ export class KafkaTransport implements Transport {
       reconnectRetry: this.reconnectRetry,
       logger: this.logger,
       address: this.address,
+      onReconnect: this.onReconnect,
     })
     try {
       await reader.start()

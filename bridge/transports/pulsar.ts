@@ -63,6 +63,8 @@ export interface PulsarTransportOptions extends PulsarSettings {
   operationTimeoutMs?: number
   /** Waits between reconnection attempts. Default 100 ms doubling to 2 s. */
   backoff?: { initialMs: number; maxMs: number }
+  /** Called each time a consumer is back after losing its connection (metrics). */
+  onReconnect?: () => void
 }
 
 const TLS_PARAMS = ['tlsTrustCertsFilePath', 'tlsValidateHostname', 'tlsAllowInsecureConnection'] as const
@@ -130,6 +132,7 @@ export class PulsarTransport implements Transport {
       operationTimeoutMs: options.operationTimeoutMs,
       backoff: options.backoff,
       logger: clientLogger(this.logger),
+      onResubscribed: options.onReconnect,
     })
   }
 

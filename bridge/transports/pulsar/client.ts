@@ -36,6 +36,8 @@ export interface ClientOptions {
   /** Waits between reconnection attempts. Default 100 ms doubling to 2 s. */
   backoff?: BackoffOptions
   logger?: ClientLogger
+  /** Called each time a consumer has resubscribed after losing its connection. */
+  onResubscribed?: () => void
 }
 
 export interface ClientLogger extends ConnectionLogger {
@@ -52,6 +54,8 @@ export interface ClientContext {
   readonly operationTimeoutMs: number
   readonly backoff: BackoffOptions
   readonly closed: boolean
+  /** A consumer resubscribed after losing its connection. */
+  resubscribed(): void
   /** A live connection to the broker that owns `topic`. */
   connectionFor(topic: string): Promise<Connection>
   forget(resource: Producer | Consumer): void
@@ -68,6 +72,7 @@ export class PulsarClient implements ClientContext {
   private readonly auth: Authentication | undefined
   private readonly listenerName: string | undefined
   private readonly connectTimeoutMs: number
+  private readonly onResubscribed: (() => void) | undefined
   private readonly keepAliveMs: number
   private readonly pool = new Map<string, Promise<Connection>>()
   private readonly resources = new Set<Producer | Consumer>()
@@ -82,6 +87,7 @@ export class PulsarClient implements ClientContext {
     }
     this.serviceUrl = `${url.protocol}//${url.host}`
     this.logger = options.logger ?? silent
+    this.onResubscribed = options.onResubscribed
     this.operationTimeoutMs = options.operationTimeoutMs ?? 30_000
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000
     this.keepAliveMs = options.keepAliveMs ?? 30_000
@@ -146,6 +152,10 @@ export class PulsarClient implements ClientContext {
 
   forget(resource: Producer | Consumer): void {
     this.resources.delete(resource)
+  }
+
+  resubscribed(): void {
+    this.onResubscribed?.()
   }
 
   async connectionFor(topic: string): Promise<Connection> {

@@ -343,6 +343,7 @@ export class Consumer implements ConsumerListener {
       () => {
         this.reconnecting = false
         this.client.logger.info('pulsar: resubscribed', { topic: this.topic, subscription: this.subscription, afterMs: Date.now() - started })
+        this.client.resubscribed()
       },
       () => {
         this.reconnecting = false // closed meanwhile
