@@ -385,6 +385,7 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
         let parked: Promise<void> | undefined
         try {
           await pulsarScript('stop')
+          await waitFor('the bridge to report itself not ready', () => !bridge.bridge.ready)
           // A publish made while the broker is down waits for the producer to come back instead of failing.
           parked = t.publish('response:tg:pulsar-parked', utf8.encode('{}'), { [ID_PROPERTY]: 'parked' })
           parked.catch(() => {})
@@ -403,6 +404,7 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
         const answers = await Promise.all(Array.from({ length: 100 }, (_, n) => c.call({ arguments: { n } }, { timeoutMs: CALL_TIMEOUT_MS })))
         answers.forEach((text, n) => expect(text).toBe(`A:${n}`))
         expect(await metricValue(bridge, 'toolbridge_transport_reconnects_total{transport="pulsar"}')).toBeGreaterThan(0)
+        expect(bridge.bridge.ready).toBe(true)
       },
       180_000,
     )

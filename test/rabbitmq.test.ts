@@ -444,7 +444,7 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
     it(
       'comes back by itself after a broker restart mid-load, and answers everything sent after',
       async () => {
-        await runtime(fixtures)
+        const bridge = await runtime(fixtures)
         const t = await transport()
         const c = await client(t, spec)
         expect(await c.call({ arguments: { n: 0 } }, { timeoutMs: CALL_TIMEOUT_MS })).toBe('A:0')
@@ -461,6 +461,7 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
 
         const stopping = Date.now()
         await rabbitmqctl('stop_app')
+        await waitFor('the bridge to report itself not ready', () => !bridge.bridge.ready)
         // A publish made while the broker is down waits for the connection instead of failing.
         const parked = t.publish('response:tg:rabbit-parked', utf8.encode('{}'), { [ID_PROPERTY]: 'parked' })
         const starting = Date.now()
@@ -486,6 +487,7 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
           Array.from({ length: 100 }, (_, n) => c.call({ arguments: { n } }, { timeoutMs: CALL_TIMEOUT_MS })),
         )
         answers.forEach((text, n) => expect(text).toBe(`A:${n}`))
+        expect(bridge.bridge.ready).toBe(true)
         console.info(`RabbitMQ restart: ${lostOrLate} calls of the load were lost or late, as expected on non-persistent queues`)
       },
       120_000,

@@ -116,6 +116,8 @@ export class PulsarTransport implements Transport {
   private readonly producers = new Map<string, Producer>()
   private readonly creating = new Map<string, Promise<Producer>>()
   private readonly topics = new Map<string, string>()
+  /** What consume() made: readiness waits on them. */
+  private readonly requestConsumers = new Set<Consumer>()
   private closed = false
 
   constructor(broker: string, options: PulsarTransportOptions = {}) {
@@ -166,7 +168,20 @@ export class PulsarTransport implements Transport {
       maxUnacked: options.concurrency,
       durable: true,
     }, onDelivery)
-    return { close: () => consumer.close() }
+    this.requestConsumers.add(consumer)
+    return {
+      close: () => {
+        this.requestConsumers.delete(consumer)
+        return consumer.close()
+      },
+    }
+  }
+
+  /** Every request consumer subscribed on a live connection (readiness). */
+  get ready(): boolean {
+    if (this.closed) return false
+    for (const consumer of this.requestConsumers) if (!consumer.attached) return false
+    return true
   }
 
   async subscribe(queue: string, onDelivery: OnDelivery): Promise<TransportConsumer> {

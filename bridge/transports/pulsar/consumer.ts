@@ -122,6 +122,11 @@ export class Consumer implements ConsumerListener {
     })
   }
 
+  /** Subscribed on a live connection: false while it resubscribes after losing one. */
+  get attached(): boolean {
+    return !this.reconnecting && !this.closed
+  }
+
   /** Messages received and not yet handed to the listener. */
   get queued(): number {
     return this.queue.length - this.head
