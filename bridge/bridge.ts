@@ -11,7 +11,7 @@ import type { Invoker, Outcome } from './invokers/invoker.ts'
 import { LinkedList } from './linked-list.ts'
 import { silentLogger, type Logger } from './logger.ts'
 import { compileRequestCheck, compileToolIdentifier, type RequestCheck } from './request-checks.ts'
-import { noMetrics, type BridgeMetrics } from './metrics.ts'
+import { noMetrics, type BridgeMetrics, type ServiceMetrics } from './metrics.ts'
 import { createResponder } from './responders.ts'
 import type { Consumer, Delivery, Transport } from './transports/transport.ts'
 
@@ -50,6 +50,7 @@ interface Served {
   shape: EventMapping
   /** The tool a request's config values point to, '' if none or several. */
   toolOf: (config: Record<string, unknown>) => string
+  metrics: ServiceMetrics
 }
 
 export function createBridge(options: BridgeOptions): Bridge {
@@ -65,49 +66,48 @@ export function createBridge(options: BridgeOptions): Bridge {
   const inFlight = new LinkedList<() => void>()
   let drained: (() => void) | undefined
 
-  /** The tool behind a request (its label in logs and metrics) and what its checks decided. */
-  interface Taken {
-    tool: string
-    /** Set when the request cannot succeed: answered without invoking. */
-    refused: Outcome | undefined
-    event: unknown
+  /** What is known of a request before invoking: its tool (a label in logs and metrics), and either the event or why it is refused. */
+  type Taken = { tool: string; refused: Outcome; event?: undefined } | { tool: string; refused?: undefined; event: unknown }
+
+  /**
+   * An exception while handling a request (a bug, or input that defeats a
+   * check) becomes an error answer. Were it left to escape, the request would
+   * be handed back and redelivered forever.
+   */
+  function unexpected(served: Served, err: unknown): Outcome {
+    logger.error({ service: served.spec.id, err: (err as Error).message }, 'unexpected error while handling a request')
+    return { ok: false, kind: 'crash', message: `the bridge could not handle this request: ${(err as Error).message}` }
   }
 
   /** Everything about a request that needs no waiting: size, decoding, checks, the event. */
   function take(served: Served, delivery: Delivery): Taken {
-    if (delivery.body.byteLength > maxRequestBytes) {
-      const message = `request of ${delivery.body.byteLength} bytes is over the limit of ${maxRequestBytes}`
-      return { tool: '', refused: { ok: false, kind: 'too-large', message }, event: undefined }
+    try {
+      if (delivery.body.byteLength > maxRequestBytes) {
+        const message = `request of ${delivery.body.byteLength} bytes is over the limit of ${maxRequestBytes}`
+        return { tool: '', refused: { ok: false, kind: 'too-large', message } }
+      }
+      const decoded = decodeRequest(delivery.body)
+      if (!decoded.ok) return { tool: '', refused: { ok: false, kind: 'bad-request', message: decoded.message } }
+      const tool = served.toolOf(decoded.value.config)
+      const checked = served.check(decoded.value)
+      if (!checked.ok) return { tool, refused: checked }
+      const event = served.shape.event(checked.request)
+      return event.ok ? { tool, event: event.event } : { tool, refused: event }
+    } catch (err) {
+      return { tool: '', refused: unexpected(served, err) }
     }
-    const decoded = decodeRequest(delivery.body)
-    if (!decoded.ok) return { tool: '', refused: { ok: false, kind: 'bad-request', message: decoded.message }, event: undefined }
-    const tool = served.toolOf(decoded.value.config)
-    const checked = served.check(decoded.value)
-    if (!checked.ok) return { tool, refused: checked, event: undefined }
-    const event = served.shape.event(checked.request)
-    if (!event.ok) return { tool, refused: event, event: undefined }
-    return { tool, refused: undefined, event: event.event }
   }
 
-  /**
-   * The outcome for a request, whatever happens: an exception here (a bug,
-   * or input that defeats a check) becomes an error answer. Were it left to
-   * escape, the request would be handed back and redelivered forever.
-   */
-  async function outcomeOf(served: Served, delivery: Delivery, chunk: (text: string) => void, taken: { tool: string }): Promise<Outcome> {
+  async function invoke(served: Served, event: unknown, onChunk: (text: string) => void): Promise<Outcome> {
     try {
-      const { tool, refused, event } = take(served, delivery)
-      taken.tool = tool
-      if (refused) return refused
-      return served.shape.answer(await invoker.invoke({ target: served.spec, event, onChunk: chunk }))
+      return served.shape.answer(await invoker.invoke({ target: served.spec, event, onChunk }))
     } catch (err) {
-      logger.error({ service: served.spec.id, err: (err as Error).message }, 'unexpected error while handling a request')
-      return { ok: false, kind: 'crash', message: `the bridge could not handle this request: ${(err as Error).message}` }
+      return unexpected(served, err)
     }
   }
 
   async function handle(served: Served, delivery: Delivery): Promise<void> {
-    const { spec } = served
+    const { spec, metrics } = served
     const started = performance.now()
     const id = delivery.properties[ID_PROPERTY] || UNKNOWN_ID
     let settled = false
@@ -115,39 +115,33 @@ export function createBridge(options: BridgeOptions): Bridge {
       if (settled) return
       settled = true
       inFlight.remove(entry)
-      metrics.inFlight(spec.id, -1)
+      metrics.inFlight(-1)
       if (how === 'ack') delivery.ack()
       else delivery.nack()
       if (inFlight.size === 0) drained?.()
     }
     const entry = inFlight.push(() => settle('nack'))
-    metrics.inFlight(spec.id, 1)
+    metrics.inFlight(1)
+    const taken = take(served, delivery)
+    metrics.received(taken.tool, delivery.redelivered)
     const properties = { [ID_PROPERTY]: id }
     const responder = createResponder(
       spec.response,
       (body) => transport.publish(spec.responseQueue, body, properties),
       transport.maxMessageBytes,
     )
-    const taken = { tool: '' }
     try {
       // Once given back (drain timeout), another consumer answers it: publish nothing more.
-      const answering = outcomeOf(
-        served,
-        delivery,
-        (text) => {
-          if (settled) return
-          responder.chunk(text)
-          metrics.chunkPublished(spec.id)
-        },
-        taken,
-      )
-      // Decoding and checks run before outcomeOf first waits: the tool is known by now.
-      metrics.received(spec.id, taken.tool, delivery.redelivered)
-      const outcome = await answering
+      const onChunk = (text: string) => {
+        if (settled) return
+        responder.chunk(text)
+        metrics.chunkPublished()
+      }
+      const outcome = taken.refused ?? (await invoke(served, taken.event, onChunk))
       if (settled) return
       if (!outcome.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: outcome.kind }, outcome.message)
       await responder.finish(outcome.ok || !scrub ? outcome : { ...outcome, message: scrub(outcome.message) })
-      metrics.answered(spec.id, taken.tool, outcome.ok ? undefined : outcome.kind, (performance.now() - started) / 1000)
+      metrics.answered(taken.tool, outcome.ok ? undefined : outcome.kind, (performance.now() - started) / 1000)
       settle('ack')
     } catch (err) {
       if (isToolbridgeError(err) && !err.retriable) {
@@ -185,6 +179,7 @@ export function createBridge(options: BridgeOptions): Bridge {
           check: compileRequestCheck(spec),
           shape: compileEventShape(spec.shape),
           toolOf: compileToolIdentifier(spec),
+          metrics: metrics.forService(spec.id),
         }
         const consumer = await transport.consume(
           spec.requestQueue,

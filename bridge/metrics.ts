@@ -2,9 +2,10 @@
  * Prometheus metrics (prom-client), served as text on GET /metrics.
  *
  * The bridge reports through the `BridgeMetrics` interface, so that it does
- * not depend on prom-client and tests can leave metrics out. Label children
- * are cached per service and tool: looking them up by label values on every
- * request would hash the labels each time.
+ * not depend on prom-client and tests can leave metrics out. It takes one
+ * `ServiceMetrics` per service at start, whose label children are made once
+ * (per tool on first use): looking them up by label values on every request
+ * would hash the labels each time.
  *
  * `tg_dynamic_tool_service_invocation_total{processor}` counts what
  * TrustGraph's own DynamicToolService counts (an answer sent, per service
@@ -13,23 +14,22 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { ErrorKind } from '../shared/errors.ts'
 
-/** What the bridge reports. `tool` is '' when a request's tool cannot be told. */
-export interface BridgeMetrics {
-  received(service: string, tool: string, redelivered: boolean): void
+/** What the bridge reports about one service. `tool` is '' when a request's tool cannot be told. */
+export interface ServiceMetrics {
+  received(tool: string, redelivered: boolean): void
   /** The final answer was published: an answer, or an error of `kind`. */
-  answered(service: string, tool: string, errorKind: ErrorKind | undefined, seconds: number): void
-  chunkPublished(service: string): void
-  inFlight(service: string, delta: 1 | -1): void
+  answered(tool: string, errorKind: ErrorKind | undefined, seconds: number): void
+  chunkPublished(): void
+  inFlight(delta: 1 | -1): void
+}
+
+export interface BridgeMetrics {
+  forService(service: string): ServiceMetrics
   transportReconnected(transport: string): void
 }
 
-export const noMetrics: BridgeMetrics = {
-  received() {},
-  answered() {},
-  chunkPublished() {},
-  inFlight() {},
-  transportReconnected() {},
-}
+const noServiceMetrics: ServiceMetrics = { received() {}, answered() {}, chunkPublished() {}, inFlight() {} }
+export const noMetrics: BridgeMetrics = { forService: () => noServiceMetrics, transportReconnected() {} }
 
 /** Seconds; from a fast in-process call to a long Lambda. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
@@ -101,55 +101,52 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     registers,
   })
 
-  /** Label children by key, made once. */
-  const cached = <T>(make: (key: string) => T) => {
-    const children = new Map<string, T>()
-    return (key: string) => {
-      let child = children.get(key)
-      if (child === undefined) children.set(key, (child = make(key)))
-      return child
+  type CounterChild = ReturnType<typeof requests.labels>
+
+  function forService(service: string): ServiceMetrics {
+    type ToolChildren = { requests: CounterChild; ok: CounterChild; error: CounterChild; latency: ReturnType<typeof latency.labels> }
+    const perTool = new Map<string, ToolChildren>()
+    const toolMetrics = (tool: string): ToolChildren => {
+      let children = perTool.get(tool)
+      if (children === undefined) {
+        children = {
+          requests: requests.labels(service, tool),
+          ok: answers.labels(service, tool, 'ok'),
+          error: answers.labels(service, tool, 'error'),
+          latency: latency.labels(service, tool),
+        }
+        perTool.set(tool, children)
+      }
+      return children
+    }
+    const serviceChunks = chunks.labels(service)
+    const serviceRedeliveries = redeliveries.labels(service)
+    const serviceInFlight = inFlight.labels(service)
+    const trustgraph = trustgraphInvocations.labels(service)
+    return {
+      received(tool, redelivered) {
+        toolMetrics(tool).requests.inc()
+        if (redelivered) serviceRedeliveries.inc()
+      },
+      answered(tool, errorKind, seconds) {
+        const t = toolMetrics(tool)
+        t.latency.observe(seconds)
+        if (errorKind === undefined) {
+          t.ok.inc()
+          trustgraph.inc()
+        } else {
+          t.error.inc()
+          errors.labels(service, tool, errorKind).inc()
+        }
+      },
+      chunkPublished: () => serviceChunks.inc(),
+      inFlight: (delta) => serviceInFlight.inc(delta),
     }
   }
-  const SEP = '\u0000'
-  const perTool = cached((key) => {
-    const [service, tool] = key.split(SEP) as [string, string]
-    return {
-      requests: requests.labels(service, tool),
-      ok: answers.labels(service, tool, 'ok'),
-      error: answers.labels(service, tool, 'error'),
-      latency: latency.labels(service, tool),
-    }
-  })
-  const perService = cached((service) => ({
-    chunks: chunks.labels(service),
-    redeliveries: redeliveries.labels(service),
-    inFlight: inFlight.labels(service),
-    trustgraph: trustgraphInvocations.labels(service),
-  }))
 
   return {
     registry,
-    received(service, tool, redelivered) {
-      perTool(service + SEP + tool).requests.inc()
-      if (redelivered) perService(service).redeliveries.inc()
-    },
-    answered(service, tool, errorKind, seconds) {
-      const t = perTool(service + SEP + tool)
-      t.latency.observe(seconds)
-      if (errorKind === undefined) {
-        t.ok.inc()
-        perService(service).trustgraph.inc()
-      } else {
-        t.error.inc()
-        errors.labels(service, tool, errorKind).inc()
-      }
-    },
-    chunkPublished(service) {
-      perService(service).chunks.inc()
-    },
-    inFlight(service, delta) {
-      perService(service).inFlight.inc(delta)
-    },
+    forService,
     transportReconnected(transport) {
       reconnects.labels(transport).inc()
     },
