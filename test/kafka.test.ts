@@ -18,14 +18,14 @@ import { Consumer, MessagesStreamModes, Producer, stringDeserializer, stringSeri
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { ToolServiceSpec } from '../shared/descriptors.ts'
 import { ToolbridgeError } from '../shared/errors.ts'
-import { decodeResponse, encodeRequest, ID_PROPERTY, type ToolResponse } from '../shared/protocol.ts'
+import { encodeRequest, ID_PROPERTY } from '../shared/protocol.ts'
 import { RequestClient } from '../bridge/client.ts'
 import { loadProject, resolveSettings, type Project, type Settings } from '../bridge/config.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { KafkaTransport } from '../bridge/transports/kafka.ts'
 import { PartitionProgress } from '../bridge/transports/kafka-offsets.ts'
 import { parseKafkaUrl } from '../bridge/transports/kafka-url.ts'
-import type { Consumer as TransportConsumer, Delivery, Transport } from '../bridge/transports/transport.ts'
+import type { Delivery, Transport } from '../bridge/transports/transport.ts'
 import {
   committedOffset,
   dropTopicsAndGroups,
@@ -38,6 +38,7 @@ import {
 } from './support/kafka.ts'
 import { TRUSTGRAPH_INSTALL, trustgraphClientCalls, trustgraphInstalled } from './support/trustgraph.ts'
 import { metricValue } from './support/metrics.ts'
+import { ResponseTap, waitFor } from './support/response-tap.ts'
 
 const EXAMPLES_YML = fileURLToPath(new URL('../serverless.yml', import.meta.url))
 const FIXTURE_YML = fileURLToPath(new URL('./fixtures/kafka/serverless.yml', import.meta.url))
@@ -63,47 +64,7 @@ function asReplica(project: Project, exportName: string): Project {
   }
 }
 
-/** Resolves once `condition()` holds; fails after `limitMs` (a fail-safe, not a timing assertion). */
-async function waitFor(what: string, condition: () => boolean | Promise<boolean>, limitMs = 30_000): Promise<void> {
-  const deadline = Date.now() + limitMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what} after ${limitMs} ms`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
-/** A private subscriber on a response queue that keeps every message it sees, by id. */
-class ResponseTap {
-  readonly seen = new Map<string, ToolResponse[]>()
-  private consumer: TransportConsumer | undefined
-
-  static async open(transport: Transport, queue: string): Promise<ResponseTap> {
-    const tap = new ResponseTap()
-    tap.consumer = await transport.subscribe(queue, (delivery) => {
-      delivery.ack()
-      const id = delivery.properties[ID_PROPERTY] ?? '(no id)'
-      const decoded = decodeResponse(delivery.body)
-      const response = decoded.ok ? decoded.value : { error: { type: 'undecodable', message: decoded.message }, response: '', end_of_stream: true }
-      let list = tap.seen.get(id)
-      if (!list) tap.seen.set(id, (list = []))
-      list.push(response)
-    })
-    return tap
-  }
-
-  messages(id: string) {
-    return this.seen.get(id) ?? []
-  }
-
-  async ended(id: string) {
-    await waitFor(`the answer to ${id}`, () => this.messages(id).some((m) => m.end_of_stream), CALL_TIMEOUT_MS)
-    return this.messages(id)
-  }
-
-  close() {
-    return this.consumer?.close()
-  }
-}
 
 describe('which Kafka offset may be committed (no broker needed)', () => {
   it('moves only past a run of finished records at the front, whatever order they finish in', () => {
@@ -237,13 +198,13 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
 
     it('streams tell-story chunk by chunk, and only the last message ends the stream', async () => {
       const spec = service(examples, 'story-service')
-      const tap = await ResponseTap.open(clientTransport, spec.responseQueue)
+      const tap = await ResponseTap.open(clientTransport, spec.responseQueue, CALL_TIMEOUT_MS)
       cleanups.push(() => tap.close())
       const id = randomUUID()
       await clientTransport.publish(spec.requestQueue, encodeRequest({ config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 } }), {
         [ID_PROPERTY]: id,
       })
-      const messages = await tap.ended(id)
+      const messages = (await tap.ended(id)).map((m) => m.response)
       const chunks = messages.map((m) => m.response).filter((text) => text !== '')
       expect(chunks).toEqual([
         'Once upon a time, Ada lived in a small town by the sea.',
@@ -302,8 +263,8 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
     beforeAll(async () => {
       bridge = await startRuntime(fixtures, settings)
       clientTransport = await bridge.connectClient()
-      replicaTap = await ResponseTap.open(clientTransport, replica.responseQueue)
-      strictTap = await ResponseTap.open(clientTransport, strict.responseQueue)
+      replicaTap = await ResponseTap.open(clientTransport, replica.responseQueue, CALL_TIMEOUT_MS)
+      strictTap = await ResponseTap.open(clientTransport, strict.responseQueue, CALL_TIMEOUT_MS)
     })
     afterAll(async () => {
       await bridge?.stop()
@@ -318,7 +279,7 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
       const tap = spec === strict ? strictTap : replicaTap
       const id = randomUUID()
       await clientTransport.publish(spec.requestQueue, body(), { [ID_PROPERTY]: id })
-      const [only, ...more] = await tap.ended(id)
+      const [only, ...more] = (await tap.ended(id)).map((m) => m.response)
       expect(more).toEqual([])
       expect(only!.error?.type).toBe(type)
       expect(only!.error?.message).toMatch(message)
@@ -330,7 +291,7 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
     it('answers a request without an id under the id "unknown"', async () => {
       await clientTransport.publish(replica.requestQueue, encodeRequest({ arguments: { n: 3 } }), {})
       const [only] = await replicaTap.ended('unknown')
-      expect(only!.response).toBe('A:3')
+      expect(only!.response.response).toBe('A:3')
     })
   })
 
@@ -433,7 +394,7 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
         return members.length === 2 && members.every((m) => m.partitions.length > 0)
       })
       const t = await transport()
-      const tap = await ResponseTap.open(t, spec.responseQueue)
+      const tap = await ResponseTap.open(t, spec.responseQueue, CALL_TIMEOUT_MS)
       cleanups.push(() => tap.close())
       let busyA = false
       let busyB = false
@@ -449,7 +410,7 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
           ids.push(id)
           return new Promise<string>((resolve, reject) => {
             t.publish(spec.requestQueue, encodeRequest({ arguments: { n, ms: 5 } }), { [ID_PROPERTY]: id }).catch(reject)
-            tap.ended(id).then((messages) => resolve(messages[0]!.response), reject)
+            tap.ended(id).then((messages) => resolve(messages[0]!.response.response), reject)
           })
         }),
       )

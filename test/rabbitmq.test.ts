@@ -13,15 +13,16 @@ import { connect as amqpConnect, type ConsumeMessage } from 'amqplib'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { ToolServiceSpec } from '../shared/descriptors.ts'
 import { ToolbridgeError } from '../shared/errors.ts'
-import { decodeResponse, encodeRequest, ID_PROPERTY, UNKNOWN_ID, type ToolResponse } from '../shared/protocol.ts'
-import { RequestClient, ToolCallError } from '../bridge/client.ts'
+import { encodeRequest, ID_PROPERTY, UNKNOWN_ID } from '../shared/protocol.ts'
+import { RequestClient } from '../bridge/client.ts'
 import { loadProject, resolveSettings, type Project, type Settings } from '../bridge/config.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { RabbitTransport } from '../bridge/transports/rabbitmq.ts'
 import { coalesceWrites } from '../bridge/transports/amqp-coalesce.ts'
-import type { Consumer, Delivery, Transport } from '../bridge/transports/transport.ts'
+import type { Delivery, Transport } from '../bridge/transports/transport.ts'
 import { rabbitmqctl, rabbitmqInstalled, startRabbitmq, type RabbitBroker } from './support/rabbitmq.ts'
 import { metricValue } from './support/metrics.ts'
+import { ResponseTap, waitFor } from './support/response-tap.ts'
 
 const EXAMPLES_YML = fileURLToPath(new URL('../serverless.yml', import.meta.url))
 const FIXTURE_YML = fileURLToPath(new URL('./fixtures/rabbit/serverless.yml', import.meta.url))
@@ -46,47 +47,7 @@ function asReplica(project: Project, exportName: string): Project {
   }
 }
 
-/** Resolves once `condition()` holds; fails after `limitMs` (a fail-safe, not a timing assertion). */
-async function waitFor(what: string, condition: () => boolean | Promise<boolean>, limitMs = 30_000): Promise<void> {
-  const deadline = Date.now() + limitMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what} after ${limitMs} ms`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
 
-/** A private subscriber on a response queue that keeps every message it sees, by id. */
-class ResponseTap {
-  readonly seen = new Map<string, { response: ToolResponse; delivery: Delivery }[]>()
-  private consumer: Consumer | undefined
-
-  static async open(transport: Transport, queue: string): Promise<ResponseTap> {
-    const tap = new ResponseTap()
-    tap.consumer = await transport.subscribe(queue, (delivery) => {
-      delivery.ack()
-      const id = delivery.properties[ID_PROPERTY] ?? '(no id)'
-      const decoded = decodeResponse(delivery.body)
-      const response = decoded.ok ? decoded.value : { error: { type: 'undecodable', message: decoded.message }, response: '', end_of_stream: true }
-      let list = tap.seen.get(id)
-      if (!list) tap.seen.set(id, (list = []))
-      list.push({ response, delivery })
-    })
-    return tap
-  }
-
-  messages(id: string) {
-    return this.seen.get(id) ?? []
-  }
-
-  async ended(id: string) {
-    await waitFor(`the answer to ${id}`, () => this.messages(id).some((m) => m.response.end_of_stream), CALL_TIMEOUT_MS)
-    return this.messages(id)
-  }
-
-  close() {
-    return this.consumer?.close()
-  }
-}
 
 describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
   let broker: RabbitBroker
@@ -174,7 +135,7 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
 
     it('streams tell-story chunk by chunk, and only the last message ends the stream', async () => {
       const spec = service(examples, 'story-service')
-      const tap = await ResponseTap.open(clientTransport, spec.responseQueue)
+      const tap = await ResponseTap.open(clientTransport, spec.responseQueue, CALL_TIMEOUT_MS)
       cleanups.push(() => tap.close())
       const id = randomUUID()
       await clientTransport.publish(spec.requestQueue, encodeRequest({ config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 } }), {
@@ -239,8 +200,8 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
     beforeAll(async () => {
       bridge = await startRuntime(fixtures, settings)
       clientTransport = await bridge.connectClient()
-      replicaTap = await ResponseTap.open(clientTransport, replica.responseQueue)
-      strictTap = await ResponseTap.open(clientTransport, strict.responseQueue)
+      replicaTap = await ResponseTap.open(clientTransport, replica.responseQueue, CALL_TIMEOUT_MS)
+      strictTap = await ResponseTap.open(clientTransport, strict.responseQueue, CALL_TIMEOUT_MS)
     })
     afterAll(async () => {
       await bridge?.stop()
@@ -358,7 +319,7 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
       const a = await runtime(asReplica(fixtures, 'replicaA'))
       const b = await runtime(asReplica(fixtures, 'replicaB'))
       const t = await transport()
-      const tap = await ResponseTap.open(t, spec.responseQueue)
+      const tap = await ResponseTap.open(t, spec.responseQueue, CALL_TIMEOUT_MS)
       cleanups.push(() => tap.close())
       const c = await client(t, spec)
       let busyA = false
