@@ -37,7 +37,7 @@ import type { MessageToProduce, SASLMechanismValue } from '@platformatic/kafka'
 import { isToolbridgeError, ToolbridgeError } from '../../shared/errors.ts'
 import { kafkaTopic, parseQueueName } from '../../shared/queues.ts'
 import { silentLogger, type Logger } from '../logger.ts'
-import { createRetry, RetriesExhaustedError, type Retrier, type RetryOptions } from '../retry.ts'
+import { BROKER_CONNECT_RETRY, BROKER_RECONNECT_RETRY, createRetry, RetriesExhaustedError, type Retrier, type RetryOptions } from '../retry.ts'
 import { describeKafkaError, isRefusal, isTooLarge, isTopicAlreadyThere, isUnknownTopic } from './kafka-errors.ts'
 import { TopicReader, type ClientOptions } from './kafka-reader.ts'
 import { parseKafkaUrl, type KafkaConnection } from './kafka-url.ts'
@@ -53,16 +53,6 @@ const PUBLISH_RETRY_MS = 250
 /** A created topic must show up in the metadata within this long. */
 const TOPIC_VISIBLE_TIMEOUT_MS = 10_000
 
-/** First connect: a few quick tries (a broker still starting), then give up. */
-export const DEFAULT_CONNECT_RETRY: RetryOptions = { retries: 5, initialRetryTime: 200, multiplier: 2, factor: 0.2, maxRetryTime: 2_000 }
-/** A lost consumer: until it works, never more than 2 s apart, so a restarted broker is found quickly. */
-export const DEFAULT_RECONNECT_RETRY: RetryOptions = {
-  retries: Number.POSITIVE_INFINITY,
-  initialRetryTime: 100,
-  multiplier: 2,
-  factor: 0.2,
-  maxRetryTime: 2_000,
-}
 
 export interface KafkaTransportOptions {
   logger?: Logger
@@ -124,8 +114,8 @@ export class KafkaTransport implements Transport {
     this.address = redact(broker)
     this.logger = options.logger ?? silentLogger
     this.onReconnect = options.onReconnect
-    this.connectRetry = createRetry({ ...DEFAULT_CONNECT_RETRY, ...options.connectRetry })
-    this.reconnectRetry = createRetry({ ...DEFAULT_RECONNECT_RETRY, ...options.reconnectRetry })
+    this.connectRetry = createRetry({ ...BROKER_CONNECT_RETRY, ...options.connectRetry })
+    this.reconnectRetry = createRetry({ ...BROKER_RECONNECT_RETRY, ...options.reconnectRetry })
     this.waitForConnectionMs = options.waitForConnectionMs ?? DEFAULT_WAIT_FOR_CONNECTION_MS
     const { brokers, sasl, tls } = this.connection
     this.client = {

@@ -36,7 +36,7 @@ import { ConfigError } from '../../shared/descriptors.ts'
 import { ToolbridgeError } from '../../shared/errors.ts'
 import { parseQueueName, pulsarTopic } from '../../shared/queues.ts'
 import { silentLogger, type Logger } from '../logger.ts'
-import { createRetry, RetriesExhaustedError, type RetryOptions } from '../retry.ts'
+import { BROKER_CONNECT_RETRY, createRetry, RetriesExhaustedError, type RetryOptions } from '../retry.ts'
 import { isPulsarError, PulsarClient, type ClientLogger, type Consumer, type Message, type Producer } from './pulsar/index.ts'
 import { redact } from './redact.ts'
 import type { ConsumeOptions, Consumer as TransportConsumer, Delivery, OnDelivery, Properties, Transport } from './transport.ts'
@@ -46,8 +46,6 @@ export const PULSAR_MAX_MESSAGE_BYTES = 5 * 1024 * 1024
 /** Permits per consumer: non-persistent topics drop what arrives without one. */
 export const MIN_RECEIVER_QUEUE = 1000
 
-/** First connect: a few quick tries (a broker still starting), then give up. */
-export const DEFAULT_CONNECT_RETRY: RetryOptions = { retries: 5, initialRetryTime: 200, multiplier: 2, factor: 0.2, maxRetryTime: 2_000 }
 
 export interface PulsarSettings {
   /** Token for Pulsar's token authentication. */
@@ -125,7 +123,7 @@ export class PulsarTransport implements Transport {
     this.address = redact(broker)
     this.logger = options.logger ?? silentLogger
     this.token = options.token || undefined
-    this.connectRetry = { ...DEFAULT_CONNECT_RETRY, ...options.connectRetry }
+    this.connectRetry = { ...BROKER_CONNECT_RETRY, ...options.connectRetry }
     this.client = new PulsarClient({
       serviceUrl,
       token: this.token,

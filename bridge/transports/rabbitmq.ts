@@ -50,7 +50,7 @@ import { ConfigError } from '../../shared/descriptors.ts'
 import { isRecord, ToolbridgeError } from '../../shared/errors.ts'
 import { parseQueueName, rabbitExchange, rabbitQueue } from '../../shared/queues.ts'
 import { silentLogger, type Logger } from '../logger.ts'
-import { createRetry, RetriesExhaustedError, type Retrier, type RetryOptions } from '../retry.ts'
+import { BROKER_CONNECT_RETRY, BROKER_RECONNECT_RETRY, createRetry, RetriesExhaustedError, type Retrier, type RetryOptions } from '../retry.ts'
 import { redact } from './redact.ts'
 import type { ConsumeOptions, Consumer, Delivery, OnDelivery, Properties, Transport } from './transport.ts'
 import { coalesceWrites } from './amqp-coalesce.ts'
@@ -64,16 +64,6 @@ const CONNECT_TIMEOUT_MS = 10_000
 /** Response subscribers ack at once; this only bounds what the broker pushes ahead. */
 const SUBSCRIBER_PREFETCH = 1024
 
-/** First connect: a few quick tries (a broker still starting), then give up. */
-export const DEFAULT_CONNECT_RETRY: RetryOptions = { retries: 5, initialRetryTime: 200, multiplier: 2, factor: 0.2, maxRetryTime: 2_000 }
-/** After a drop: until it works, never more than 2 s apart, so a restarted broker is found quickly. */
-export const DEFAULT_RECONNECT_RETRY: RetryOptions = {
-  retries: Number.POSITIVE_INFINITY,
-  initialRetryTime: 100,
-  multiplier: 2,
-  factor: 0.2,
-  maxRetryTime: 2_000,
-}
 
 export interface RabbitTransportOptions {
   logger?: Logger
@@ -282,8 +272,8 @@ export class RabbitTransport implements Transport {
     }
     this.logger = options.logger ?? silentLogger
     this.onReconnect = options.onReconnect
-    this.connectRetry = createRetry({ ...DEFAULT_CONNECT_RETRY, ...options.connectRetry })
-    this.reconnectRetry = createRetry({ ...DEFAULT_RECONNECT_RETRY, ...options.reconnectRetry })
+    this.connectRetry = createRetry({ ...BROKER_CONNECT_RETRY, ...options.connectRetry })
+    this.reconnectRetry = createRetry({ ...BROKER_RECONNECT_RETRY, ...options.reconnectRetry })
     this.waitForConnectionMs = options.waitForConnectionMs ?? DEFAULT_WAIT_FOR_CONNECTION_MS
   }
 

@@ -16,8 +16,6 @@ export const PROTOCOL_VERSION = 19
 export const CLIENT_VERSION = 'toolbridge-pulsar-ts/0.1'
 /** The broker's default maxMessageSize; CONNECTED says if it differs. */
 export const DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
-/** Room the broker allows above max_message_size for the command and metadata. */
-const FRAME_PADDING = 10 * 1024
 
 export interface TlsSettings {
   /** PEM CA certificates; undefined: Node's own list. */
