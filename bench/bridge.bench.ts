@@ -33,11 +33,11 @@
  * Results are written to bench/results/bridge.json (git-ignored).
  */
 import { resolve } from 'node:path'
-import { RequestClient } from '../bridge/client.ts'
-import { resolveSettings, type InvokerKind } from '../bridge/config.ts'
+import { RequestClient } from '../bridge/trustgraph/request-client.ts'
+import { resolveSettings, type InvokerKind } from '../bridge/project/settings.ts'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import { startRuntime } from '../bridge/runtime.ts'
-import { MemoryBroker } from '../bridge/transports/memory.ts'
+import { MemoryBroker } from '../bridge/transports/memory/memory-transport.ts'
 import { handler } from '../functions/joke/handler.ts'
 import { resultText } from '../shared/protocol.ts'
 import {

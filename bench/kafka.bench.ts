@@ -4,7 +4,7 @@
  *
  *   scripts/kafka.sh start && npm run bench:kafka
  *
- * Setups, each driven by the same client (bridge/client.ts RequestClient on
+ * Setups, each driven by the same client (bridge/trustgraph/request-client.ts RequestClient on
  * a KafkaTransport of its own):
  *
  * - `baseline`: a hand-written service in the bridge's topology (consumer
@@ -35,14 +35,14 @@ import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { Admin, Consumer, MessagesStreamFallbackModes, MessagesStreamModes, Producer, stringDeserializer, stringSerializer } from '@platformatic/kafka'
 import type { Message } from '@platformatic/kafka'
-import { RequestClient } from '../bridge/client.ts'
-import { resolveSettings, type InvokerKind, type Project } from '../bridge/config.ts'
+import { RequestClient } from '../bridge/trustgraph/request-client.ts'
+import { resolveSettings, type InvokerKind, type Project } from '../bridge/project/settings.ts'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import { startRuntime } from '../bridge/runtime.ts'
-import { KafkaTransport } from '../bridge/transports/kafka.ts'
-import { parseKafkaUrl } from '../bridge/transports/kafka-url.ts'
+import { KafkaTransport } from '../bridge/transports/kafka/kafka-transport.ts'
+import { parseKafkaUrl } from '../bridge/transports/kafka/url.ts'
 import { handler } from '../functions/joke/handler.ts'
-import type { ToolServiceSpec } from '../shared/descriptors.ts'
+import type { ToolServiceSpec } from '../bridge/project/tool-services.ts'
 import { encodeResponse, finalResponse, ID_PROPERTY, resultText } from '../shared/protocol.ts'
 import { defaultQueues } from '../shared/queues.ts'
 import {

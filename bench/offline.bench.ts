@@ -31,8 +31,8 @@
  */
 import { resolve } from 'node:path'
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
-import { RequestClient } from '../bridge/client.ts'
-import { resolveSettings } from '../bridge/config.ts'
+import { RequestClient } from '../bridge/trustgraph/request-client.ts'
+import { resolveSettings } from '../bridge/project/settings.ts'
 import { startRuntime } from '../bridge/runtime.ts'
 import { startOffline } from '../scripts/offline.ts'
 import {

@@ -1,11 +1,11 @@
 /**
  * The bridge on Pulsar against a minimal echo service on the same broker and
- * the same client (the project's own, bridge/transports/pulsar/), measured
+ * the same client (the project's own, lib/pulsar-client/), measured
  * in the same run.
  *
  *   scripts/pulsar.sh start && npm run bench:pulsar
  *
- * Setups, each driven by the same caller (bridge/client.ts RequestClient on a
+ * Setups, each driven by the same caller (bridge/trustgraph/request-client.ts RequestClient on a
  * PulsarTransport connection of its own):
  *
  * - `baseline`: a hand-written service on PulsarClient: a Shared
@@ -36,15 +36,15 @@
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { RequestClient } from '../bridge/client.ts'
-import { resolveSettings, type InvokerKind, type Project } from '../bridge/config.ts'
+import { RequestClient } from '../bridge/trustgraph/request-client.ts'
+import { resolveSettings, type InvokerKind, type Project } from '../bridge/project/settings.ts'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
-import type { Logger } from '../bridge/logger.ts'
+import type { Logger } from '../bridge/support/logger.ts'
 import { startRuntime } from '../bridge/runtime.ts'
-import { loadNativePulsar, NativePulsarTransport } from '../bridge/transports/pulsar-native.ts'
-import { PulsarTransport } from '../bridge/transports/pulsar.ts'
+import { loadNativePulsar, NativePulsarTransport } from '../bridge/transports/pulsar/native-transport.ts'
+import { PulsarTransport } from '../bridge/transports/pulsar/pulsar-transport.ts'
 import type { Transport } from '../bridge/transports/transport.ts'
-import type { ToolServiceSpec } from '../shared/descriptors.ts'
+import type { ToolServiceSpec } from '../bridge/project/tool-services.ts'
 import { handler } from '../functions/joke/handler.ts'
 import { encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } from '../shared/protocol.ts'
 import { defaultQueues } from '../shared/queues.ts'

@@ -4,7 +4,7 @@
  *
  *   npm run bench:rabbitmq
  *
- * Setups, each driven by the same client (bridge/client.ts RequestClient on
+ * Setups, each driven by the same client (bridge/trustgraph/request-client.ts RequestClient on
  * a RabbitTransport connection of its own):
  *
  * - `baseline`: a hand-written amqplib service (noDelay, the bridge's
@@ -64,13 +64,13 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { connect as amqpConnect } from 'amqplib'
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib'
-import { RequestClient } from '../bridge/client.ts'
-import { INVOKERS, resolveSettings, type InvokerKind, type Project } from '../bridge/config.ts'
+import { RequestClient } from '../bridge/trustgraph/request-client.ts'
+import { INVOKERS, resolveSettings, type InvokerKind, type Project } from '../bridge/project/settings.ts'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
-import type { Logger } from '../bridge/logger.ts'
+import type { Logger } from '../bridge/support/logger.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
-import { RabbitTransport } from '../bridge/transports/rabbitmq.ts'
-import type { ToolServiceSpec } from '../shared/descriptors.ts'
+import { RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transport.ts'
+import type { ToolServiceSpec } from '../bridge/project/tool-services.ts'
 import { handler } from '../functions/joke/handler.ts'
 import { encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } from '../shared/protocol.ts'
 import { defaultQueues, parseQueueName, rabbitExchange, rabbitQueue } from '../shared/queues.ts'

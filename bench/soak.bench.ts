@@ -29,8 +29,8 @@
 import { spawn } from 'node:child_process'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { relative, resolve } from 'node:path'
-import { RequestClient } from '../bridge/client.ts'
-import { RabbitTransport } from '../bridge/transports/rabbitmq.ts'
+import { RequestClient } from '../bridge/trustgraph/request-client.ts'
+import { RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transport.ts'
 import { defaultQueues } from '../shared/queues.ts'
 import { handler as joke } from '../functions/joke/handler.ts'
 import { loadJokeTool, machineInfo, describeMachine, fmt, fmtInt, loadAverage, numberEnv, printHeader, printRow, ROOT, writeResults, type Column } from './support.ts'
@@ -75,7 +75,7 @@ async function startBridge(): Promise<{ pid: number; url: string; stop(): Promis
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
   const yml = readFileSync(resolve(ROOT, 'serverless.yml'), 'utf8').replace(/^( +topic: )(\S+)$/gm, (_, key: string, topic: string) => key + SOAK_TOPIC(topic))
   writeFileSync(SOAK_YML, yml)
-  const args = [...BRIDGE_NODE_OPTIONS.split(' ').filter(Boolean), 'bridge/cli.ts', '-c', SOAK_YML, 'start', '--broker', BROKER, '--invoker', INVOKER, '--port', '0', '--log-level', 'warn']
+  const args = [...BRIDGE_NODE_OPTIONS.split(' ').filter(Boolean), 'bridge/cli/main.ts', '-c', SOAK_YML, 'start', '--broker', BROKER, '--invoker', INVOKER, '--port', '0', '--log-level', 'warn']
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env,

@@ -9,7 +9,7 @@ import os from 'node:os'
 import { dirname, relative, resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
-import { INVOKERS, loadProject, type InvokerKind } from '../bridge/config.ts'
+import { INVOKERS, loadProject, type InvokerKind } from '../bridge/project/settings.ts'
 import { decodeRequest, encodeRequest } from '../shared/protocol.ts'
 
 /** The project's root directory. */

@@ -2,12 +2,12 @@
  * Puts the parts together: transport, invoker, bridge and (optionally) the
  * HTTP gateway, from a project and its settings.
  */
-import { checkInFlightCap, type Project, type Settings } from './config.ts'
-import { createMetrics, type Metrics } from './metrics.ts'
-import { createPathScrubber } from './host-paths.ts'
-import { createBridge, type Bridge } from './bridge.ts'
-import { startConfigService, type ConfigService } from './config-service.ts'
-import { startGateway, type Gateway } from './gateway.ts'
+import { checkInFlightCap, type Project, type Settings } from './project/settings.ts'
+import { createMetrics, type Metrics } from './support/metrics.ts'
+import { createPathScrubber } from './support/host-paths.ts'
+import { createBridge, type Bridge } from './core/bridge.ts'
+import { startConfigService, type ConfigService } from './trustgraph/config-service.ts'
+import { startGateway, type Gateway } from './http/gateway.ts'
 import { ExternalLambdaInvoker } from './invokers/external-lambda.ts'
 import { HttpInvoker } from './invokers/http.ts'
 import { InProcessInvoker } from './invokers/in-process.ts'
@@ -15,9 +15,9 @@ import type { Invoker } from './invokers/invoker.ts'
 import { LambdaInvoker } from './invokers/lambda.ts'
 import { WorkerThreadInvoker } from './invokers/local.ts'
 import { RoutingInvoker } from './invokers/router.ts'
-import { silentLogger, type Logger } from './logger.ts'
-import { createTransport } from './transports/index.ts'
-import { MemoryBroker } from './transports/memory.ts'
+import { silentLogger, type Logger } from './support/logger.ts'
+import { createTransport } from './transports/create-transport.ts'
+import { MemoryBroker } from './transports/memory/memory-transport.ts'
 import type { Transport } from './transports/transport.ts'
 
 export interface Runtime {
@@ -25,7 +25,7 @@ export interface Runtime {
   metrics: Metrics
   transport: Transport
   gateway: Gateway | undefined
-  /** On the embedded broker, TrustGraph's configuration service in memory (bridge/config-service.ts). */
+  /** On the embedded broker, TrustGraph's configuration service in memory (bridge/trustgraph/config-service.ts). */
   configService: ConfigService | undefined
   /** Makes another connection to the same broker, for clients. */
   connectClient(): Promise<Transport>

@@ -16,10 +16,10 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
-import { RequestClient, ToolCallError } from '../bridge/client.ts'
-import { loadProject, resolveSettings, type Project, type Settings } from '../bridge/config.ts'
+import { RequestClient, ToolCallError } from '../bridge/trustgraph/request-client.ts'
+import { loadProject, resolveSettings, type Project, type Settings } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
-import type { Logger } from '../bridge/logger.ts'
+import type { Logger } from '../bridge/support/logger.ts'
 import { startHttpFunctionServer, type HttpFunctionServer } from '../functions/http-echo/server.ts'
 import { startOffline } from '../scripts/offline.ts'
 import { ROOT } from '../scripts/sls.ts'
@@ -31,7 +31,7 @@ process.env.AWS_EC2_METADATA_DISABLED = 'true' // the SDK never looks for creden
 
 const FIXTURE_DIR = fileURLToPath(new URL('./fixtures/byof/', import.meta.url))
 const FIXTURE_YML = join(FIXTURE_DIR, 'serverless.yml')
-const CLI = join(ROOT, 'bridge/cli.ts')
+const CLI = join(ROOT, 'bridge/cli/main.ts')
 const TOKEN = 'Bearer byof-secret'
 
 /** Calls the fixture's tools make: each Express route, success and failure. */

@@ -1,5 +1,5 @@
 /**
- * The `toolbridge` command as a user runs it: `node bridge/cli.ts ...` in a
+ * The `toolbridge` command as a user runs it: `node bridge/cli/main.ts ...` in a
  * child process, checked by its output and exit code.
  */
 import { execFile, spawn, type ChildProcessByStdio } from 'node:child_process'
@@ -29,7 +29,7 @@ function toolbridge(...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['bridge/cli.ts', ...args],
+      ['bridge/cli/main.ts', ...args],
       { cwd: ROOT, env: cleanEnv(), timeout: CHILD_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : null) : 0
@@ -50,7 +50,7 @@ class Server {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 
   constructor(globalArgs: string[] = [], startArgs: string[] = []) {
-    this.child = spawn(process.execPath, ['bridge/cli.ts', ...globalArgs, 'start', '--port', '0', '--log-level', 'warn', ...startArgs], {
+    this.child = spawn(process.execPath, ['bridge/cli/main.ts', ...globalArgs, 'start', '--port', '0', '--log-level', 'warn', ...startArgs], {
       cwd: ROOT,
       env: cleanEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],

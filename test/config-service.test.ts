@@ -1,14 +1,14 @@
 /**
  * TrustGraph's configuration service protocol (shared/config-protocol.ts)
- * and toolbridge's in-memory configuration service (bridge/config-service.ts)
+ * and toolbridge's in-memory configuration service (bridge/trustgraph/config-service.ts)
  * on the embedded broker, driven by toolbridge's own config client. The
  * same service answers TrustGraph's own client in
  * config-service.interop.test.ts.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { ConfigClient, ConfigServiceError } from '../bridge/config-client.ts'
-import { startConfigService, type ConfigService } from '../bridge/config-service.ts'
-import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory.ts'
+import { ConfigClient, ConfigServiceError } from '../bridge/trustgraph/config-client.ts'
+import { startConfigService, type ConfigService } from '../bridge/trustgraph/config-service.ts'
+import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory/memory-transport.ts'
 import {
   CONFIG_PUSH_QUEUE,
   CONFIG_REQUEST_QUEUE,

@@ -8,7 +8,7 @@ import {
   descriptors,
   readToolServices,
   type ToolServiceSpec,
-} from '../shared/descriptors.ts'
+} from '../bridge/project/tool-services.ts'
 
 const repoServerless = (): unknown => parse(readFileSync(new URL('../serverless.yml', import.meta.url), 'utf8'))
 

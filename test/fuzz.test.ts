@@ -13,10 +13,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fileURLToPath } from 'node:url'
-import { RequestClient } from '../bridge/client.ts'
-import { loadProject, resolveSettings } from '../bridge/config.ts'
+import { RequestClient } from '../bridge/trustgraph/request-client.ts'
+import { loadProject, resolveSettings } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
-import { RabbitTransport } from '../bridge/transports/rabbitmq.ts'
+import { RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transport.ts'
 import type { Consumer } from '../bridge/transports/transport.ts'
 import { handler as joke } from '../functions/joke/handler.ts'
 import { handler as story } from '../functions/story/handler.ts'

@@ -1,14 +1,14 @@
 /**
  * Host paths stay off the wire: error messages name files relative to the
- * project (bridge/host-paths.ts), unless --debug.
+ * project (bridge/support/host-paths.ts), unless --debug.
  */
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL, fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { RequestClient, ToolCallError } from '../bridge/client.ts'
-import { loadProject, resolveSettings, type SettingFlags } from '../bridge/config.ts'
-import { createPathScrubber } from '../bridge/host-paths.ts'
+import { RequestClient, ToolCallError } from '../bridge/trustgraph/request-client.ts'
+import { loadProject, resolveSettings, type SettingFlags } from '../bridge/project/settings.ts'
+import { createPathScrubber } from '../bridge/support/host-paths.ts'
 import { startRuntime } from '../bridge/runtime.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))

@@ -16,15 +16,15 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Consumer, MessagesStreamModes, Producer, stringDeserializer, stringSerializer } from '@platformatic/kafka'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import type { ToolServiceSpec } from '../shared/descriptors.ts'
+import type { ToolServiceSpec } from '../bridge/project/tool-services.ts'
 import { ToolbridgeError } from '../shared/errors.ts'
 import { encodeRequest, ID_PROPERTY } from '../shared/protocol.ts'
-import { RequestClient } from '../bridge/client.ts'
-import { loadProject, resolveSettings, type Project, type Settings } from '../bridge/config.ts'
+import { RequestClient } from '../bridge/trustgraph/request-client.ts'
+import { loadProject, resolveSettings, type Project, type Settings } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
-import { KafkaTransport } from '../bridge/transports/kafka.ts'
-import { PartitionProgress } from '../bridge/transports/kafka-offsets.ts'
-import { parseKafkaUrl } from '../bridge/transports/kafka-url.ts'
+import { KafkaTransport } from '../bridge/transports/kafka/kafka-transport.ts'
+import { PartitionProgress } from '../bridge/transports/kafka/offsets.ts'
+import { parseKafkaUrl } from '../bridge/transports/kafka/url.ts'
 import type { Delivery, Transport } from '../bridge/transports/transport.ts'
 import {
   committedOffset,
@@ -43,7 +43,7 @@ import { ResponseTap, waitFor } from './support/response-tap.ts'
 const EXAMPLES_YML = fileURLToPath(new URL('../serverless.yml', import.meta.url))
 const FIXTURE_YML = fileURLToPath(new URL('./fixtures/kafka/serverless.yml', import.meta.url))
 const CALCULATOR = fileURLToPath(new URL('../functions/calculator/handler.ts', import.meta.url))
-const CLI = fileURLToPath(new URL('../bridge/cli.ts', import.meta.url))
+const CLI = fileURLToPath(new URL('../bridge/cli/main.ts', import.meta.url))
 /** Fail-safe for calls that should be answered: never an assertion on how long they take. */
 const CALL_TIMEOUT_MS = 30_000
 

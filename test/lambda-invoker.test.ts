@@ -13,15 +13,15 @@ import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { stringify as toYaml } from 'yaml'
-import { createBridge, type Bridge } from '../bridge/bridge.ts'
-import { INVOKERS, resolveSettings, type Project } from '../bridge/config.ts'
+import { createBridge, type Bridge } from '../bridge/core/bridge.ts'
+import { INVOKERS, resolveSettings, type Project } from '../bridge/project/settings.ts'
 import type { FunctionTarget, Outcome } from '../bridge/invokers/invoker.ts'
 import { LAMBDA_MAX_REQUEST_BYTES, LambdaInvoker, type LambdaInvokerOptions } from '../bridge/invokers/lambda.ts'
-import { createRetry } from '../bridge/retry.ts'
+import { createRetry } from '../bridge/support/retry.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
-import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory.ts'
+import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory/memory-transport.ts'
 import type { Consumer, Transport } from '../bridge/transports/transport.ts'
-import { ConfigError, readToolServices, type ToolServiceSpec } from '../shared/descriptors.ts'
+import { ConfigError, readToolServices, type ToolServiceSpec } from '../bridge/project/tool-services.ts'
 import { defineToolService, lambdaStreaming } from '../shared/handler.ts'
 import { decodeResponse, encodeRequest, ID_PROPERTY, type ToolRequest, type ToolResponse } from '../shared/protocol.ts'
 import { FakeLambda, reply } from './support/fake-lambda.ts'
@@ -592,7 +592,7 @@ describe('toolbridge invoke --invoker lambda --lambda-endpoint', () => {
     const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       execFile(
         process.execPath,
-        [join(ROOT, 'bridge/cli.ts'), '-c', join(dir, 'serverless.yml'), 'invoke', 'lambda-echo', '-a', 'text=hello', '--invoker', 'lambda', '--lambda-endpoint', fake.url],
+        [join(ROOT, 'bridge/cli/main.ts'), '-c', join(dir, 'serverless.yml'), 'invoke', 'lambda-echo', '-a', 'text=hello', '--invoker', 'lambda', '--lambda-endpoint', fake.url],
         { env: { ...env, AWS_EC2_METADATA_DISABLED: 'true' }, timeout: 30_000 },
         (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
       )

@@ -5,9 +5,9 @@
  * same message on every path.
  */
 import { describe, expect, it } from 'vitest'
-import { compileRequestCheck } from '../bridge/request-checks.ts'
+import { compileRequestCheck } from '../bridge/core/request-checks.ts'
 import { ARGUMENT_TYPES, assertArgumentType, checkArguments, inputSchema } from '../shared/arguments.ts'
-import { readToolServices } from '../shared/descriptors.ts'
+import { readToolServices } from '../bridge/project/tool-services.ts'
 import { defineToolService, type Declarations } from '../shared/handler.ts'
 
 describe('inputSchema', () => {

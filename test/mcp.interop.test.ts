@@ -9,7 +9,7 @@ import { execFile, execFileSync, spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { loadProject, resolveSettings } from '../bridge/config.ts'
+import { loadProject, resolveSettings } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { TRUSTGRAPH_INSTALL, TRUSTGRAPH_VENV, trustgraphInstalled } from './support/trustgraph.ts'
 
@@ -55,7 +55,7 @@ describe.skipIf(!ready)("TrustGraph's MCP tool service calling /mcp", () => {
     runtime = await startRuntime(loadProject('serverless.yml'), resolveSettings({ port: '0', invoker: 'in-process', mcpToken: 'interop-token' }, {}))
     const url = `${runtime.gateway!.url}/mcp`
     const printed = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['bridge/cli.ts', 'descriptors', '--mcp-url', url, '--mcp-token', 'interop-token'], { cwd: ROOT }, (err, stdout) =>
+      execFile(process.execPath, ['bridge/cli/main.ts', 'descriptors', '--mcp-url', url, '--mcp-token', 'interop-token'], { cwd: ROOT }, (err, stdout) =>
         err ? reject(err) : resolve(stdout),
       ),
     )

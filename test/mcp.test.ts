@@ -1,5 +1,5 @@
 /**
- * The MCP server (bridge/mcp.ts), checked with the MCP SDK's own client:
+ * The MCP server (bridge/http/mcp.ts), checked with the MCP SDK's own client:
  * `/mcp` on the gateway of `toolbridge start` (Streamable HTTP) and
  * `toolbridge mcp` (stdio). Every tool is listed with the schema of its
  * declared arguments and called through the broker and the bridge.
@@ -11,8 +11,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { RequestClient, ToolCallError } from '../bridge/client.ts'
-import { loadProject, resolveSettings } from '../bridge/config.ts'
+import { RequestClient, ToolCallError } from '../bridge/trustgraph/request-client.ts'
+import { loadProject, resolveSettings } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -62,7 +62,7 @@ describe('MCP over Streamable HTTP at /mcp, with the example tools', () => {
 
   it('lists what `descriptors --mcp-url` promises: each mcp entry names a tool whose schema has the mcp-tool arguments', async () => {
     const printed = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['bridge/cli.ts', 'descriptors', '--mcp-url', `${runtime.gateway!.url}/mcp`], { cwd: ROOT, env: cleanEnv() }, (err, stdout) =>
+      execFile(process.execPath, ['bridge/cli/main.ts', 'descriptors', '--mcp-url', `${runtime.gateway!.url}/mcp`], { cwd: ROOT, env: cleanEnv() }, (err, stdout) =>
         err ? reject(err) : resolve(stdout),
       ),
     )
@@ -203,7 +203,7 @@ describe('toolbridge mcp (stdio)', () => {
   beforeAll(async () => {
     client = new Client({ name: 'toolbridge-test', version: '1' })
     await client.connect(
-      new StdioClientTransport({ command: process.execPath, args: ['bridge/cli.ts', 'mcp', '--invoker', 'in-process'], cwd: ROOT, env: cleanEnv(), stderr: 'pipe' }),
+      new StdioClientTransport({ command: process.execPath, args: ['bridge/cli/main.ts', 'mcp', '--invoker', 'in-process'], cwd: ROOT, env: cleanEnv(), stderr: 'pipe' }),
     )
   })
   afterAll(async () => {

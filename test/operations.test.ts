@@ -6,8 +6,8 @@
  */
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { RequestClient, ToolCallError } from '../bridge/client.ts'
-import { loadProject, resolveSettings, type SettingFlags } from '../bridge/config.ts'
+import { RequestClient, ToolCallError } from '../bridge/trustgraph/request-client.ts'
+import { loadProject, resolveSettings, type SettingFlags } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { encodeRequest, ID_PROPERTY } from '../shared/protocol.ts'
 

@@ -9,12 +9,12 @@ import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire'
 import { compressBlock, compressBound } from 'lz4js'
 import { compress as snappyCompress } from 'snappyjs'
 import { describe, expect, it } from 'vitest'
-import { packBatch, unpackBatch } from '../bridge/transports/pulsar/batch.ts'
-import { decompress } from '../bridge/transports/pulsar/compression.ts'
-import { crc32c } from '../bridge/transports/pulsar/crc32c.ts'
-import { PulsarError, PulsarServerError } from '../bridge/transports/pulsar/errors.ts'
-import { FrameDecoder, parseFrame, payloadFrame, simpleFrame } from '../bridge/transports/pulsar/frame.ts'
-import { CompressionType, decode, decodeCommand, encode, encodeCommand, MessageMetadata } from '../bridge/transports/pulsar/proto.ts'
+import { packBatch, unpackBatch } from '../lib/pulsar-client/batch.ts'
+import { decompress } from '../lib/pulsar-client/compression.ts'
+import { crc32c } from '../lib/pulsar-client/crc32c.ts'
+import { PulsarError, PulsarServerError } from '../lib/pulsar-client/errors.ts'
+import { FrameDecoder, parseFrame, payloadFrame, simpleFrame } from '../lib/pulsar-client/frame.ts'
+import { CompressionType, decode, decodeCommand, encode, encodeCommand, MessageMetadata } from '../lib/pulsar-client/proto.ts'
 
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8')
 const utf8 = (s: string) => new Uint8Array(Buffer.from(s, 'utf8'))

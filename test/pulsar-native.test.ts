@@ -9,11 +9,11 @@ import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { RequestClient } from '../bridge/client.ts'
-import { loadProject, resolveSettings } from '../bridge/config.ts'
+import { RequestClient } from '../bridge/trustgraph/request-client.ts'
+import { loadProject, resolveSettings } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
-import { createTransport } from '../bridge/transports/index.ts'
-import { loadNativePulsar } from '../bridge/transports/pulsar-native.ts'
+import { createTransport } from '../bridge/transports/create-transport.ts'
+import { loadNativePulsar } from '../bridge/transports/pulsar/native-transport.ts'
 import type { Delivery } from '../bridge/transports/transport.ts'
 import { ToolbridgeError } from '../shared/errors.ts'
 import { pulsarRunnable, startPulsar, type PulsarBroker } from './support/pulsar.ts'
@@ -34,7 +34,7 @@ describe.runIf(!native.ok)('without the native addon', () => {
   })
 
   it('makes `toolbridge start --pulsar-client native` print one line saying so, and exit 1', async () => {
-    const failed = await run(process.execPath, ['bridge/cli.ts', 'start', '--broker', 'pulsar://127.0.0.1:6650', '--pulsar-client', 'native'], {
+    const failed = await run(process.execPath, ['bridge/cli/main.ts', 'start', '--broker', 'pulsar://127.0.0.1:6650', '--pulsar-client', 'native'], {
       timeout: 30_000,
     }).then(
       () => undefined,

@@ -11,7 +11,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { loadProject, resolveSettings } from '../bridge/config.ts'
+import { loadProject, resolveSettings } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { PULSAR_INSTALL, pulsarRunnable, startPulsar, type PulsarBroker } from './support/pulsar.ts'
 import { TRUSTGRAPH_INSTALL, TRUSTGRAPH_VENV, trustgraphClientCalls, trustgraphInstalled } from './support/trustgraph.ts'
@@ -110,7 +110,7 @@ describe.skipIf(!ready)('TrustGraph interop on Pulsar', () => {
     it('toolbridge invoke --broker pulsar:// prints its answer', async () => {
       const { stdout } = await run(
         process.execPath,
-        ['bridge/cli.ts', 'invoke', 'tell-joke', '--arg', 'topic=programming', '--broker', broker.url, '--timeout', '20'],
+        ['bridge/cli/main.ts', 'invoke', 'tell-joke', '--arg', 'topic=programming', '--broker', broker.url, '--timeout', '20'],
         { timeout: 30_000 },
       )
       expect(stdout).toMatch(/^Here's a pun for you:\n\n\S.*\n$/)

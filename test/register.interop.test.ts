@@ -11,10 +11,10 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ConfigClient } from '../bridge/config-client.ts'
-import { loadProject } from '../bridge/config.ts'
-import { register } from '../bridge/registration.ts'
-import { createTransport } from '../bridge/transports/index.ts'
+import { ConfigClient } from '../bridge/trustgraph/config-client.ts'
+import { loadProject } from '../bridge/project/settings.ts'
+import { register } from '../bridge/trustgraph/registration.ts'
+import { createTransport } from '../bridge/transports/create-transport.ts'
 import { PULSAR_INSTALL, pulsarRunnable, startPulsar } from './support/pulsar.ts'
 import { RABBITMQ_INSTALL, rabbitmqInstalled, startRabbitmq } from './support/rabbitmq.ts'
 import { TRUSTGRAPH_INSTALL, trustgraphClientCalls, trustgraphInstalled } from './support/trustgraph.ts'
@@ -34,7 +34,7 @@ for (const b of BACKENDS) {
 
 function toolbridge(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['bridge/cli.ts', ...args], { cwd: ROOT, env: cleanEnv(), timeout: 60_000 }, (error, stdout, stderr) =>
+    execFile(process.execPath, ['bridge/cli/main.ts', ...args], { cwd: ROOT, env: cleanEnv(), timeout: 60_000 }, (error, stdout, stderr) =>
       resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     )
   })
@@ -117,7 +117,7 @@ describe.each(BACKENDS)("registering with TrustGraph's configuration service on 
   })
 
   it.skipIf(!ready)("start --register announces the tools once its queues are bound; TrustGraph's agent loads them, and its client calls them there", async () => {
-    const child = spawn(process.execPath, ['bridge/cli.ts', 'start', '--broker', broker.url, '--register', '--workspace', 'interop-start', '--invoker', 'in-process'], {
+    const child = spawn(process.execPath, ['bridge/cli/main.ts', 'start', '--broker', broker.url, '--register', '--workspace', 'interop-start', '--invoker', 'in-process'], {
       cwd: ROOT,
       env: cleanEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],

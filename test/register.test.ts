@@ -8,19 +8,19 @@
 import { execFile, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ConfigClient } from '../bridge/config-client.ts'
-import { loadProject, resolveSettings } from '../bridge/config.ts'
-import { register, registrationItems, unregister } from '../bridge/registration.ts'
+import { ConfigClient } from '../bridge/trustgraph/config-client.ts'
+import { loadProject, resolveSettings } from '../bridge/project/settings.ts'
+import { register, registrationItems, unregister } from '../bridge/trustgraph/registration.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
-import { registerOn } from '../bridge/trustgraph-cli.ts'
-import { agentToolRefusal, descriptors } from '../shared/descriptors.ts'
+import { registerOn } from '../bridge/cli/trustgraph-commands.ts'
+import { agentToolRefusal, descriptors } from '../bridge/project/tool-services.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
 
 function toolbridge(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['bridge/cli.ts', ...args], { cwd: ROOT, env: cleanEnv(), timeout: 30_000 }, (error, stdout, stderr) =>
+    execFile(process.execPath, ['bridge/cli/main.ts', ...args], { cwd: ROOT, env: cleanEnv(), timeout: 30_000 }, (error, stdout, stderr) =>
       resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     )
   })
@@ -158,7 +158,7 @@ describe('toolbridge register / start --register', () => {
   })
 
   it('start --register announces the tools once it serves, and still serves them', async () => {
-    const child = spawn(process.execPath, ['bridge/cli.ts', 'start', '--register', '--port', '0', '--invoker', 'in-process'], {
+    const child = spawn(process.execPath, ['bridge/cli/main.ts', 'start', '--register', '--port', '0', '--invoker', 'in-process'], {
       cwd: ROOT,
       env: cleanEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],

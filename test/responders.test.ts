@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createResponder, splitForMessages } from '../bridge/responders.ts'
+import { createResponder, splitForMessages } from '../bridge/core/responders.ts'
 import {
   chunkResponse,
   decodeResponse,

@@ -11,10 +11,10 @@
  */
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { RequestClient, ToolCallError, type ToolCall } from '../bridge/client.ts'
-import { loadProject, resolveSettings, type SettingFlags } from '../bridge/config.ts'
+import { RequestClient, ToolCallError, type ToolCall } from '../bridge/trustgraph/request-client.ts'
+import { loadProject, resolveSettings, type SettingFlags } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
-import { MemoryBroker } from '../bridge/transports/memory.ts'
+import { MemoryBroker } from '../bridge/transports/memory/memory-transport.ts'
 import { ROOT } from '../scripts/sls.ts'
 import { FakeLambda } from './support/fake-lambda.ts'
 import { loadPackagedFunction } from './support/lambda-runtime.ts'

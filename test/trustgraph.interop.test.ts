@@ -10,7 +10,7 @@ import { promisify } from 'node:util'
 import { connect as amqpConnect } from 'amqplib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { encodeRequest, encodeResponse, decodeResponse } from '../shared/protocol.ts'
-import { loadProject, resolveSettings } from '../bridge/config.ts'
+import { loadProject, resolveSettings } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { RABBITMQ_INSTALL, rabbitmqInstalled, startRabbitmq, type RabbitBroker } from './support/rabbitmq.ts'
 import {
@@ -103,7 +103,7 @@ describe.skipIf(!ready)('TrustGraph interop on RabbitMQ', () => {
     it('toolbridge invoke prints its answer', async () => {
       const { stdout } = await run(
         process.execPath,
-        ['bridge/cli.ts', 'invoke', 'tell-joke', '--arg', 'topic=programming', '--broker', broker.url, '--timeout', '20'],
+        ['bridge/cli/main.ts', 'invoke', 'tell-joke', '--arg', 'topic=programming', '--broker', broker.url, '--timeout', '20'],
         { timeout: 30_000 },
       )
       expect(stdout).toMatch(/^Here's a pun for you:\n\n\S.*\n$/)

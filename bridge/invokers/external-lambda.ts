@@ -5,10 +5,10 @@
  * failed function is reported then rather than on the first request.
  */
 import type { LambdaClient } from '@aws-sdk/client-lambda'
-import type { ToolServiceSpec } from '../../shared/descriptors.ts'
-import type { LambdaSettings } from '../config.ts'
-import { credentialsFor, functionState, lambdaClient, type LambdaAccess } from '../lambda-functions.ts'
-import { silentLogger, type Logger } from '../logger.ts'
+import type { ToolServiceSpec } from '../project/tool-services.ts'
+import type { LambdaSettings } from '../project/settings.ts'
+import { credentialsFor, functionState, lambdaClient, type LambdaAccess } from './lambda-functions.ts'
+import { silentLogger, type Logger } from '../support/logger.ts'
 import type { FunctionTarget, Invocation, Invoker, Outcome } from './invoker.ts'
 import { LambdaInvoker } from './lambda.ts'
 

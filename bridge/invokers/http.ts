@@ -22,11 +22,11 @@
  * - The function's timeout bounds the whole call, retries and stream included.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
-import type { ToolServiceSpec, HttpFunctionSpec } from '../../shared/descriptors.ts'
+import type { ToolServiceSpec, HttpFunctionSpec } from '../project/tool-services.ts'
 import { isRecord, isToolbridgeError, ToolbridgeError } from '../../shared/errors.ts'
-import { httpStatusOutcome, isSuccess } from '../http-status.ts'
-import { silentLogger, type Logger } from '../logger.ts'
-import { createRetry, type Retrier, type RetryOptions } from '../retry.ts'
+import { httpStatusOutcome, isSuccess } from './http-status.ts'
+import { silentLogger, type Logger } from '../support/logger.ts'
+import { createRetry, type Retrier, type RetryOptions } from '../support/retry.ts'
 import type { FunctionTarget, Invocation, Invoker, Outcome } from './invoker.ts'
 
 export const DEFAULT_HTTP_RETRIES = 3
@@ -36,7 +36,7 @@ export interface HttpInvokerOptions {
   env: Record<string, string | undefined>
   /** Retries after a 429, a 503 or a refused connection, within the function's timeout. */
   retries?: number
-  /** The backoff when no Retry-After says otherwise (bridge/retry.ts). */
+  /** The backoff when no Retry-After says otherwise (bridge/support/retry.ts). */
   retry?: Omit<RetryOptions, 'retries'>
   logger?: Logger
 }

@@ -25,7 +25,7 @@ export interface FunctionTarget {
 
 export interface Invocation {
   target: FunctionTarget
-  /** The envelope, or what the service's event shape made of it (bridge/event-shapes.ts). */
+  /** The envelope, or what the service's event shape made of it (bridge/core/event-shapes.ts). */
   event: unknown
   /** Called once per streamed chunk, in order, as the function produces it. */
   onChunk: (text: string) => void

@@ -16,7 +16,7 @@
  * - Throttling (429) and Lambda's 5xx are retried with backoff, at least as
  *   long as `Retry-After` asks, for up to `retryWindowMs`; network errors a
  *   few times. Then the request gets an error response: nothing is left
- *   unanswered. The SDK's own retries are off, so bridge/retry.ts is the only
+ *   unanswered. The SDK's own retries are off, so bridge/support/retry.ts is the only
  *   retrier. Nothing is retried once a chunk has gone out.
  * - A request over Lambda's 6 MB synchronous limit is refused without a call.
  * - Each call is bounded by the function's timeout (an AbortSignal on the
@@ -28,8 +28,8 @@
 import { InvokeCommand, InvokeWithResponseStreamCommand, LambdaClient, type LambdaClientConfig } from '@aws-sdk/client-lambda'
 import { isRecord, isToolbridgeError, ToolbridgeError } from '../../shared/errors.ts'
 import { resultText } from '../../shared/protocol.ts'
-import { silentLogger, type Logger } from '../logger.ts'
-import { createRetry, type Retrier, type RetryOptions } from '../retry.ts'
+import { silentLogger, type Logger } from '../support/logger.ts'
+import { createRetry, type Retrier, type RetryOptions } from '../support/retry.ts'
 import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
 
 /** Lambda's limit on a synchronous invocation's request payload (and on a buffered response): 6 MB. */
@@ -45,13 +45,13 @@ export interface LambdaInvokerOptions {
   region?: string
   /** Use fixed dummy credentials (serverless-offline ignores them) instead of the standard credential chain. */
   dummyCredentials?: boolean
-  /** Credentials other than the standard chain's, such as an assumed role's (bridge/lambda-functions.ts). */
+  /** Credentials other than the standard chain's, such as an assumed role's (bridge/invokers/lambda-functions.ts). */
   credentials?: LambdaClientConfig['credentials']
   /** How long throttling and 5xx answers are retried before the request gets an error response. */
   retryWindowMs?: number
   /** How many times a call that failed on the network is tried again. */
   networkRetries?: number
-  /** The backoff between attempts (bridge/retry.ts); `retries` is governed by the two bounds above. */
+  /** The backoff between attempts (bridge/support/retry.ts); `retries` is governed by the two bounds above. */
   retry?: Omit<RetryOptions, 'retries'>
   logger?: Logger
 }
@@ -149,7 +149,7 @@ export class LambdaInvoker implements Invoker {
 
   constructor(options: LambdaInvokerOptions = {}) {
     const config: LambdaClientConfig = {
-      maxAttempts: 1, // the SDK's retries off: bridge/retry.ts is the one retrier
+      maxAttempts: 1, // the SDK's retries off: bridge/support/retry.ts is the one retrier
       endpoint: options.endpoint,
       region: options.region,
       credentials: options.dummyCredentials ? DUMMY_CREDENTIALS : options.credentials,

@@ -1,0 +1,54 @@
+/**
+ * `toolbridge check`: can each tool service's function be called? Without
+ * calling any: Lambda functions (someone else's, and with `--invoker lambda`
+ * those of serverless.yml) are looked up with GetFunction; handlers are
+ * looked for on disk; HTTP functions have their configuration checked,
+ * since only a call would tell more and a call could run the function.
+ */
+import type { Project, Settings } from '../project/settings.ts'
+import { functionState, lambdaClient, type LambdaAccess } from '../invokers/lambda-functions.ts'
+import { resolveHandler } from '../invokers/run-handler.ts'
+import { HttpInvoker } from '../invokers/http.ts'
+
+export interface CheckResult {
+  service: string
+  /** The function as it is called: a Lambda name or ARN, a URL, a handler. */
+  target: string
+  ok: boolean
+  detail: string
+}
+
+export async function checkFunctions(project: Project, settings: Settings): Promise<CheckResult[]> {
+  const clients = new Map<string, ReturnType<typeof lambdaClient>>()
+  const clientFor = (access: LambdaAccess) => {
+    const key = `${access.region ?? ''} ${access.role ?? ''}`
+    let client = clients.get(key)
+    if (!client) clients.set(key, (client = lambdaClient(settings.lambda, access)))
+    return client
+  }
+  const http = new HttpInvoker(project.services, { env: settings.env })
+  try {
+    return await Promise.all(
+      project.services.map(async (spec): Promise<CheckResult> => {
+        if (spec.http) {
+          const problem = await http.prepare(spec)
+          return { service: spec.id, target: `${spec.http.method} ${spec.http.url}`, ok: !problem, detail: problem ?? 'configured (HTTP functions are not called to check them)' }
+        }
+        if (spec.external || settings.invoker === 'lambda') {
+          const state = await functionState(clientFor(spec.external ?? { region: undefined, role: undefined }), spec.lambdaName)
+          return { service: spec.id, target: spec.lambdaName, ok: state.ok, detail: state.detail }
+        }
+        try {
+          if (!spec.handler) throw new Error('it has no "handler:" in serverless.yml')
+          const { file } = resolveHandler(project.baseDir, spec.handler)
+          return { service: spec.id, target: spec.handler, ok: true, detail: `found ${file}` }
+        } catch (err) {
+          return { service: spec.id, target: spec.handler ?? spec.functionName, ok: false, detail: (err as Error).message }
+        }
+      }),
+    )
+  } finally {
+    for (const client of clients.values()) client.destroy()
+    await http.close()
+  }
+}

@@ -1,0 +1,211 @@
+/**
+ * The bridge: for every tool service, consume its request queue, decode,
+ * check, invoke, publish the answer, ack. One bad request never stops the
+ * loop: it ends as an error response like any other outcome.
+ */
+import type { ToolServiceSpec } from '../project/tool-services.ts'
+import { isToolbridgeError } from '../../shared/errors.ts'
+import { decodeRequest, ID_PROPERTY, UNKNOWN_ID } from '../../shared/protocol.ts'
+import { compileEventShape, type EventMapping } from './event-shapes.ts'
+import type { Invoker, Outcome } from '../invokers/invoker.ts'
+import { LinkedList } from '../support/linked-list.ts'
+import { silentLogger, type Logger } from '../support/logger.ts'
+import { compileRequestCheck, compileToolIdentifier, type RequestCheck } from './request-checks.ts'
+import { noMetrics, type BridgeMetrics, type ServiceMetrics } from '../support/metrics.ts'
+import { createResponder } from './responders.ts'
+import type { Consumer, Delivery, Transport } from '../transports/transport.ts'
+
+export interface BridgeOptions {
+  transport: Transport
+  invoker: Invoker
+  services: ToolServiceSpec[]
+  logger?: Logger
+  /** How long stop() waits for requests in flight before handing them back to the broker. */
+  drainTimeoutMs?: number
+  /** Requests larger than this are refused without invoking. Default: the transport's message limit. */
+  maxRequestBytes?: number
+  metrics?: BridgeMetrics
+  /** Applied to every error message before it goes on the wire (host paths out: bridge/support/host-paths.ts). */
+  scrubErrorMessage?: (message: string) => string
+}
+
+export interface Bridge {
+  /** Resolves once every request queue is subscribed. */
+  start(): Promise<void>
+  /** Stops taking requests, drains those in flight, closes transport and invoker. */
+  stop(): Promise<void>
+  readonly inFlight: number
+  /** Every request queue subscribed and the broker connected; false before start, while reconnecting and from stop on. */
+  readonly ready: boolean
+}
+
+export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000
+
+/** The competing-consumer subscription TrustGraph uses for a tool service. */
+export const requestSubscription = (serviceId: string) => `${serviceId}-request`
+
+interface Served {
+  spec: ToolServiceSpec
+  check: RequestCheck
+  shape: EventMapping
+  /** The tool a request's config values point to, '' if none or several. */
+  toolOf: (config: Record<string, unknown>) => string
+  metrics: ServiceMetrics
+}
+
+export function createBridge(options: BridgeOptions): Bridge {
+  const { transport, invoker, services } = options
+  const logger = options.logger ?? silentLogger
+  const drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS
+  const maxRequestBytes = options.maxRequestBytes ?? transport.maxMessageBytes
+  const metrics = options.metrics ?? noMetrics
+  const scrub = options.scrubErrorMessage
+  let serving = false
+  const consumers: Consumer[] = []
+  /** Deliveries being worked on, and a way to give each back if the drain runs out. */
+  const inFlight = new LinkedList<() => void>()
+  let drained: (() => void) | undefined
+
+  /** What is known of a request before invoking: its tool (a label in logs and metrics), and either the event or why it is refused. */
+  type Taken = { tool: string; refused: Outcome; event?: undefined } | { tool: string; refused?: undefined; event: unknown }
+
+  /**
+   * An exception while handling a request (a bug, or input that defeats a
+   * check) becomes an error answer. Were it left to escape, the request would
+   * be handed back and redelivered forever.
+   */
+  function unexpected(served: Served, err: unknown): Outcome {
+    logger.error({ service: served.spec.id, err: (err as Error).message }, 'unexpected error while handling a request')
+    return { ok: false, kind: 'crash', message: `the bridge could not handle this request: ${(err as Error).message}` }
+  }
+
+  /** Everything about a request that needs no waiting: size, decoding, checks, the event. */
+  function take(served: Served, delivery: Delivery): Taken {
+    try {
+      if (delivery.body.byteLength > maxRequestBytes) {
+        const message = `request of ${delivery.body.byteLength} bytes is over the limit of ${maxRequestBytes}`
+        return { tool: '', refused: { ok: false, kind: 'too-large', message } }
+      }
+      const decoded = decodeRequest(delivery.body)
+      if (!decoded.ok) return { tool: '', refused: { ok: false, kind: 'bad-request', message: decoded.message } }
+      const tool = served.toolOf(decoded.value.config)
+      const checked = served.check(decoded.value)
+      if (!checked.ok) return { tool, refused: checked }
+      const event = served.shape.event(checked.request)
+      return event.ok ? { tool, event: event.event } : { tool, refused: event }
+    } catch (err) {
+      return { tool: '', refused: unexpected(served, err) }
+    }
+  }
+
+  async function invoke(served: Served, event: unknown, onChunk: (text: string) => void): Promise<Outcome> {
+    try {
+      return served.shape.answer(await invoker.invoke({ target: served.spec, event, onChunk }))
+    } catch (err) {
+      return unexpected(served, err)
+    }
+  }
+
+  async function handle(served: Served, delivery: Delivery): Promise<void> {
+    const { spec, metrics } = served
+    const started = performance.now()
+    const id = delivery.properties[ID_PROPERTY] || UNKNOWN_ID
+    let settled = false
+    const settle = (how: 'ack' | 'nack') => {
+      if (settled) return
+      settled = true
+      inFlight.remove(entry)
+      metrics.inFlight(-1)
+      if (how === 'ack') delivery.ack()
+      else delivery.nack()
+      if (inFlight.size === 0) drained?.()
+    }
+    const entry = inFlight.push(() => settle('nack'))
+    metrics.inFlight(1)
+    const taken = take(served, delivery)
+    metrics.received(taken.tool, delivery.redelivered)
+    const properties = { [ID_PROPERTY]: id }
+    const responder = createResponder(
+      spec.response,
+      (body) => transport.publish(spec.responseQueue, body, properties),
+      transport.maxMessageBytes,
+    )
+    try {
+      // Once given back (drain timeout), another consumer answers it: publish nothing more.
+      const onChunk = (text: string) => {
+        if (settled) return
+        responder.chunk(text)
+        metrics.chunkPublished()
+      }
+      const outcome = taken.refused ?? (await invoke(served, taken.event, onChunk))
+      if (settled) return
+      if (!outcome.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: outcome.kind }, outcome.message)
+      await responder.finish(outcome.ok || !scrub ? outcome : { ...outcome, message: scrub(outcome.message) })
+      metrics.answered(taken.tool, outcome.ok ? undefined : outcome.kind, (performance.now() - started) / 1000)
+      settle('ack')
+    } catch (err) {
+      if (isToolbridgeError(err) && !err.retriable) {
+        // It would fail the same way on every redelivery: drop it rather than loop.
+        logger.error({ service: spec.id, tool: taken.tool, id, err: err.message }, 'could not publish the response; request dropped')
+        settle('ack')
+      } else {
+        // Give the request back so it can be answered; never ack and lose it.
+        logger.error({ service: spec.id, tool: taken.tool, id, err: (err as Error).message }, 'could not publish the response; request returned to the queue')
+        settle('nack')
+      }
+    }
+  }
+
+  return {
+    get inFlight() {
+      return inFlight.size
+    },
+
+    get ready() {
+      return serving && (transport.ready ?? true)
+    },
+
+    async start() {
+      await transport.connect()
+      await Promise.all(
+        services.map(async (spec) => {
+          const loadError = await invoker.prepare(spec)
+          if (loadError) logger.error({ service: spec.id, fn: spec.functionName }, `function cannot load: ${loadError}`)
+        }),
+      )
+      for (const spec of services) {
+        const served: Served = {
+          spec,
+          check: compileRequestCheck(spec),
+          shape: compileEventShape(spec.shape),
+          toolOf: compileToolIdentifier(spec),
+          metrics: metrics.forService(spec.id),
+        }
+        const consumer = await transport.consume(
+          spec.requestQueue,
+          { subscription: requestSubscription(spec.id), concurrency: spec.concurrency },
+          (delivery) => void handle(served, delivery),
+        )
+        consumers.push(consumer)
+      }
+      serving = true
+    },
+
+    async stop() {
+      serving = false // not ready from here: a load balancer or orchestrator stops sending work
+      await Promise.all(consumers.splice(0).map((c) => c.close()))
+      if (inFlight.size > 0) {
+        logger.info({ inFlight: inFlight.size, drainTimeoutMs }, 'draining requests in flight')
+        let timer: NodeJS.Timeout | undefined
+        await new Promise<void>((resolve) => {
+          drained = resolve
+          timer = setTimeout(resolve, drainTimeoutMs)
+        })
+        clearTimeout(timer)
+        for (const giveBack of inFlight.values()) giveBack() // each removes itself
+      }
+      await invoker.close()
+      await transport.close()
+    },
+  }
+}

@@ -1,0 +1,244 @@
+/**
+ * serverless.yml + flags + environment -> one validated configuration. The
+ * only place that reads process.env or the file system for settings.
+ */
+import { readFileSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import { parse as parseYaml, YAMLParseError } from 'yaml'
+import { DEFAULT_WORKSPACE } from '../../shared/config-protocol.ts'
+import { ConfigError, readToolServices, type ToolServiceSpec } from './tool-services.ts'
+import { LOG_LEVELS, type LogLevel } from '../support/logger.ts'
+
+/** Invokers that run handlers on this machine, from their `handler:` files. */
+export const LOCAL_INVOKERS = ['local', 'in-process'] as const
+export const INVOKERS = [...LOCAL_INVOKERS, 'lambda'] as const
+export type InvokerKind = (typeof INVOKERS)[number]
+
+export interface Project {
+  /** Directory of serverless.yml: handlers are relative to it. */
+  baseDir: string
+  services: ToolServiceSpec[]
+}
+
+/** Reads serverless.yml; a ConfigError names the file or the field at fault. */
+export function loadProject(path: string): Project {
+  const file = resolve(path)
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new ConfigError(path, `cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+  }
+  let doc: unknown
+  try {
+    doc = parseYaml(text)
+  } catch (err) {
+    if (err instanceof YAMLParseError) throw new ConfigError(path, `invalid YAML: ${err.message.split('\n')[0]}`)
+    throw err
+  }
+  const services = readToolServices(doc)
+  if (services.length === 0) throw new ConfigError(path, 'no function has a "toolService:" block')
+  return { baseDir: dirname(file), services }
+}
+
+/** On the embedded broker nothing else can reach the bridge, so HTTP is on by default. */
+export const EMBEDDED_DEFAULT_PORT = 8080
+
+export interface Settings {
+  broker: string | undefined
+  port: number | undefined
+  host: string
+  invoker: InvokerKind
+  drainTimeoutMs: number
+  logLevel: LogLevel
+  lambda: LambdaSettings
+  /** The environment HTTP functions' secret headers (`headersFromEnv`) are read from. */
+  env: Env
+  /** TrustGraph workspace that `register` writes to. */
+  workspace: string
+  /** Bearer token the gateway's /mcp requires; undefined: none. */
+  mcpToken: string | undefined
+  /** Bearer token the gateway's /tools (and /mcp, without mcpToken) requires; undefined: none. */
+  httpToken: string | undefined
+  limits: Limits
+  /** Error messages on the wire keep host paths (they are always logged in full). */
+  debug: boolean
+  pulsar: PulsarSettings
+}
+
+/** What one bridge takes on at most (each has a flag). */
+export interface Limits {
+  /** Requests over this many bytes get a `too-large` error without invoking; undefined: the broker's message limit. */
+  maxRequestBytes: number | undefined
+  /**
+   * Requests in flight across all services: the sum of their `concurrency`
+   * (the broker's prefetch) may not exceed it, so that the bridge holds at
+   * most this many and the rest wait in the broker's queues.
+   */
+  maxInFlight: number
+}
+
+export const DEFAULT_MAX_IN_FLIGHT = 1024
+
+export const PULSAR_CLIENTS = ['builtin', 'native'] as const
+export type PulsarClientKind = (typeof PULSAR_CLIENTS)[number]
+
+/** For pulsar:// brokers. */
+export interface PulsarSettings {
+  /** Token authentication; undefined: none. */
+  token: string | undefined
+  /** Advertised listener name for lookups (TrustGraph's --pulsar-listener). */
+  listener: string | undefined
+  /** The project's own TypeScript client, or the optional native `pulsar-client` addon. */
+  client: PulsarClientKind
+}
+
+
+/** How the `lambda` invoker reaches Lambda. */
+export interface LambdaSettings {
+  /** The Lambda API, e.g. serverless-offline's `http://localhost:3002`; undefined: AWS's own endpoint. */
+  endpoint: string | undefined
+  /** undefined: the SDK's own lookup (AWS_REGION, then the shared config file). */
+  region: string | undefined
+  /** Fixed dummy credentials (a local endpoint ignores them); otherwise the SDK's standard credential chain. */
+  dummyCredentials: boolean
+  /** How long throttled (429) and failing (5xx) calls are retried before the request gets an error response. */
+  retryWindowMs: number
+}
+
+export interface SettingFlags {
+  broker?: string
+  port?: string
+  host?: string
+  invoker?: string
+  drainTimeout?: string
+  logLevel?: string
+  lambdaEndpoint?: string
+  lambdaRetryWindow?: string
+  workspace?: string
+  mcpToken?: string
+  httpToken?: string
+  maxRequestBytes?: string
+  maxInFlight?: string
+  debug?: boolean
+  pulsarToken?: string
+  pulsarListener?: string
+  pulsarClient?: string
+}
+
+export type Env = Record<string, string | undefined>
+
+function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new ConfigError(flag, `"${value}" must be one of ${allowed.join(', ')}`)
+  }
+  return value as T
+}
+
+function integer(flag: string, value: string, min: number, max: number): number {
+  const n = Number(value)
+  if (!/^\d+$/.test(value) || n < min || n > max) throw new ConfigError(flag, `"${value}" must be an integer from ${min} to ${max}`)
+  return n
+}
+
+function httpUrl(flag: string, value: string): string {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new ConfigError(flag, `"${value}" is not a URL, e.g. http://localhost:3002`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(flag, `"${value}" must be an http:// or https:// URL`)
+  return value
+}
+
+export const DEFAULT_LAMBDA_RETRY_WINDOW_SECONDS = 60
+
+function resolveLambdaSettings(flags: SettingFlags, env: Env): LambdaSettings {
+  const endpointValue = flags.lambdaEndpoint ?? (env.TOOLBRIDGE_LAMBDA_ENDPOINT || undefined)
+  const endpoint = endpointValue === undefined ? undefined : httpUrl('--lambda-endpoint', endpointValue)
+  const window = flags.lambdaRetryWindow ?? env.TOOLBRIDGE_LAMBDA_RETRY_WINDOW
+  // A local endpoint (serverless-offline) needs no real credentials: don't make the SDK look for them.
+  const dummyCredentials = endpoint !== undefined && !env.AWS_ACCESS_KEY_ID && !env.AWS_PROFILE
+  return {
+    endpoint,
+    region: env.AWS_REGION || env.AWS_DEFAULT_REGION || (dummyCredentials ? 'us-east-1' : undefined),
+    dummyCredentials,
+    retryWindowMs:
+      window === undefined ? DEFAULT_LAMBDA_RETRY_WINDOW_SECONDS * 1000 : integer('--lambda-retry-window', window, 0, 7200) * 1000,
+  }
+}
+
+function resolveLimits(flags: SettingFlags, env: Env): Limits {
+  const maxRequest = flags.maxRequestBytes ?? env.TOOLBRIDGE_MAX_REQUEST_BYTES
+  const maxInFlight = flags.maxInFlight ?? env.TOOLBRIDGE_MAX_IN_FLIGHT
+  return {
+    maxRequestBytes: maxRequest === undefined ? undefined : integer('--max-request-bytes', maxRequest, 1, 2 ** 31),
+    maxInFlight: maxInFlight === undefined ? DEFAULT_MAX_IN_FLIGHT : integer('--max-in-flight', maxInFlight, 1, 1_000_000),
+  }
+}
+
+/** Refuses services whose `concurrency` adds up to more than the in-flight cap, naming them. */
+export function checkInFlightCap(services: ToolServiceSpec[], limits: Limits): void {
+  const total = services.reduce((sum, s) => sum + s.concurrency, 0)
+  if (total <= limits.maxInFlight) return
+  const each = services.map((s) => `${s.id} ${s.concurrency}`).join(', ')
+  throw new ConfigError(
+    '--max-in-flight',
+    `the services' concurrency adds up to ${total} (${each}), over the cap of ${limits.maxInFlight} requests in flight: lower their \`concurrency\` or raise --max-in-flight`,
+  )
+}
+
+/** Flags win over the environment (TOOLBRIDGE_BROKER, TOOLBRIDGE_PORT, ...), which wins over defaults. */
+export function resolveSettings(flags: SettingFlags, env: Env = process.env): Settings {
+  const broker = flags.broker ?? (env.TOOLBRIDGE_BROKER || undefined)
+  const port = flags.port ?? env.TOOLBRIDGE_PORT ?? (broker === undefined ? String(EMBEDDED_DEFAULT_PORT) : undefined)
+  const drain = flags.drainTimeout ?? env.TOOLBRIDGE_DRAIN_TIMEOUT
+  return {
+    broker,
+    // '' or 'off' turns HTTP off.
+    port: port === undefined || port === '' || port === 'off' ? undefined : integer('--port', port, 0, 65535),
+    host: flags.host ?? env.TOOLBRIDGE_HOST ?? '127.0.0.1',
+    invoker: oneOf('--invoker', flags.invoker ?? env.TOOLBRIDGE_INVOKER ?? 'local', INVOKERS),
+    drainTimeoutMs: drain === undefined ? 30_000 : integer('--drain-timeout', drain, 0, 3600) * 1000,
+    logLevel: oneOf('--log-level', flags.logLevel ?? env.TOOLBRIDGE_LOG_LEVEL ?? 'info', LOG_LEVELS),
+    lambda: resolveLambdaSettings(flags, env),
+    env,
+    workspace: nonEmpty('--workspace', flags.workspace ?? env.TOOLBRIDGE_WORKSPACE ?? DEFAULT_WORKSPACE),
+    mcpToken: flags.mcpToken ?? (env.TOOLBRIDGE_MCP_TOKEN || undefined),
+    httpToken: flags.httpToken ?? (env.TOOLBRIDGE_HTTP_TOKEN || undefined),
+    limits: resolveLimits(flags, env),
+    debug: flags.debug ?? (env.TOOLBRIDGE_DEBUG === '1' || env.TOOLBRIDGE_DEBUG === 'true'),
+    pulsar: {
+      token: flags.pulsarToken ?? (env.PULSAR_TOKEN || undefined),
+      listener: flags.pulsarListener ?? (env.TOOLBRIDGE_PULSAR_LISTENER || undefined),
+      client: oneOf('--pulsar-client', flags.pulsarClient ?? env.TOOLBRIDGE_PULSAR_CLIENT ?? 'builtin', PULSAR_CLIENTS),
+    },
+  }
+}
+
+function nonEmpty(flag: string, value: string): string {
+  if (value.trim() === '') throw new ConfigError(flag, 'must not be empty')
+  return value
+}
+
+/**
+ * Where `toolbridge invoke` sends a call: through a broker; through the HTTP
+ * gateway of a `toolbridge start` (given, or the one on this machine's default
+ * port when nothing says where functions run); or through a bridge of its own.
+ */
+export type InvokeRoute =
+  | { via: 'broker'; broker: string }
+  | { via: 'gateway'; url: string; fallBackToEmbedded: boolean }
+  | { via: 'embedded' }
+
+export function resolveInvokeRoute(flags: SettingFlags & { url?: string }, env: Env = process.env): InvokeRoute {
+  const broker = flags.broker ?? (env.TOOLBRIDGE_BROKER || undefined)
+  if (broker !== undefined) return { via: 'broker', broker }
+  const url = flags.url ?? (env.TOOLBRIDGE_URL || undefined)
+  if (url !== undefined) return { via: 'gateway', url: httpUrl('--url', url), fallBackToEmbedded: false }
+  const saysWhereFunctionsRun = [flags.invoker, flags.lambdaEndpoint, env.TOOLBRIDGE_INVOKER, env.TOOLBRIDGE_LAMBDA_ENDPOINT].some(Boolean)
+  if (saysWhereFunctionsRun) return { via: 'embedded' }
+  const port = env.TOOLBRIDGE_PORT && /^\d+$/.test(env.TOOLBRIDGE_PORT) ? env.TOOLBRIDGE_PORT : String(EMBEDDED_DEFAULT_PORT)
+  return { via: 'gateway', url: `http://127.0.0.1:${port}`, fallBackToEmbedded: true }
+}

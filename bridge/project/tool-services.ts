@@ -1,0 +1,516 @@
+/**
+ * serverless.yml -> tool services, and tool services -> the `tool-service` and
+ * `tool` config objects TrustGraph stores (SPEC §1).
+ */
+import { Ajv, type ErrorObject } from 'ajv'
+import { ToolbridgeError, isRecord } from '../../shared/errors.ts'
+import { defaultQueues, parseQueueName, QueueNameError, type QueueStyle } from '../../shared/queues.ts'
+import {
+  type AnswerFormat,
+  type ArgumentType,
+  type EventShape,
+  externalToolServiceSchema,
+  type HttpMethod,
+  type ResponseMode,
+  TEMPLATE_PATH,
+  TEMPLATE_PLACEHOLDER,
+  toolServiceSchema,
+} from '../../shared/tool-service-schema.ts'
+
+export interface ConfigParam {
+  name: string
+  required: boolean
+}
+
+export interface ArgumentSpec {
+  name: string
+  type: ArgumentType
+  description: string
+  /** Checked by the bridge; not part of TrustGraph's descriptor. */
+  required: boolean
+}
+
+export interface ToolSpec {
+  name: string
+  description: string
+  config: Record<string, string | number | boolean>
+  arguments: ArgumentSpec[]
+}
+
+export interface ToolServiceSpec {
+  /** Key under `functions:` in serverless.yml. */
+  functionName: string
+  /** `handler:` of the function (`path/to/file.export`), when it has one. */
+  handler: string | undefined
+  /** Its deployed Lambda name: `name:` if set, else `<service>-<stage>-<key>` as the Serverless Framework names it. */
+  lambdaName: string
+  id: string
+  /** The topic queues were generated from, if they were. */
+  topic: string | undefined
+  requestQueue: string
+  responseQueue: string
+  configParams: ConfigParam[]
+  response: ResponseMode
+  concurrency: number
+  timeoutMs: number
+  /** Lambda's `memorySize` (the function's, else the provider's), MB; the local invoker's heap limit per worker. */
+  memoryMb: number | undefined
+  tools: ToolSpec[]
+  /** What the function receives and how its result becomes the answer (bridge/core/event-shapes.ts). */
+  shape: ShapeSpec
+  /** Someone else's Lambda function (`custom.toolServices`, `function:`); `lambdaName` is its name or ARN. */
+  external?: ExternalLambdaSpec
+  /** A function reached over HTTP (`custom.toolServices`, `url:`). */
+  http?: HttpFunctionSpec
+}
+
+export interface ShapeSpec {
+  event: EventShape
+  answer: AnswerFormat
+  /** For `apigw-v1` and `apigw-v2`. */
+  route?: RouteSpec
+  /** For `template`. */
+  template?: unknown
+}
+
+export interface RouteSpec {
+  method: HttpMethod
+  path: string
+  query: string[]
+  headers: Record<string, string>
+}
+
+export interface ExternalLambdaSpec {
+  region: string | undefined
+  role: string | undefined
+}
+
+export interface HttpFunctionSpec {
+  url: string
+  method: HttpMethod
+  headers: Record<string, string>
+  /** Header name -> environment variable, read when the bridge starts. */
+  headersFromEnv: Record<string, string>
+}
+
+export const DEFAULT_CONCURRENCY = 8
+export const DEFAULT_TIMEOUT_SECONDS = 30
+
+/** Tool fields TrustGraph defines; a config param with one of these names would overwrite it. */
+const RESERVED_TOOL_FIELDS = new Set(['type', 'name', 'description', 'service', 'arguments', 'mcp-tool'])
+
+export class ConfigError extends ToolbridgeError {
+  constructor(path: string, message: string) {
+    super('config', `${path}: ${message}`)
+    this.name = 'ConfigError'
+  }
+}
+
+/** The `toolService:` block as written in serverless.yml, once the schema accepted it. */
+interface ToolServiceBlock {
+  id: string
+  topic?: string
+  requestQueue?: string
+  responseQueue?: string
+  configParams?: (string | { name: string; required?: boolean })[]
+  response?: ResponseMode
+  concurrency?: number
+  timeout?: number
+  tools: ToolBlock[]
+  event?: EventShape
+  route?: { method?: HttpMethod; path?: string; query?: string[]; headers?: Record<string, string> }
+  template?: unknown
+  answer?: AnswerFormat
+  function?: string
+  region?: string
+  role?: string
+  url?: string
+  method?: HttpMethod
+  headers?: Record<string, string>
+  headersFromEnv?: Record<string, string>
+}
+
+interface ToolBlock {
+  name: string
+  description: string
+  config?: Record<string, string | number | boolean>
+  arguments?: { name: string; type: ArgumentType; description: string; required?: boolean }[]
+}
+
+// As strict as osls, which compiles the same schema for `sls` (no union types); verbose for anyOf messages.
+const ajv = new Ajv({ strict: true, allErrors: true, verbose: true })
+const validateToolService = ajv.compile<ToolServiceBlock>(toolServiceSchema)
+const validateExternalToolService = ajv.compile<ToolServiceBlock>(externalToolServiceSchema)
+
+/** `/tools/0/name` -> `.tools[0].name` */
+const jsonPointerToPath = (pointer: string): string =>
+  pointer
+    .split('/')
+    .slice(1)
+    .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
+    .join('')
+
+function schemaMessage(error: ErrorObject): string {
+  const params = error.params as Record<string, unknown>
+  switch (error.keyword) {
+    case 'additionalProperty':
+    case 'additionalProperties':
+      return `unknown field "${String(params.additionalProperty)}"`
+    case 'required':
+      return `missing required field "${String(params.missingProperty)}"`
+    case 'enum':
+      return `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`
+    case 'pattern':
+      return 'may only contain letters, digits, ".", "_" and "-"'
+    case 'oneOf':
+      return 'must be a name or {name, required}'
+    case 'anyOf': {
+      // `[{type: 'string'}, {type: 'number'}, {type: 'boolean'}]` -> "must be a string, number or boolean"
+      const types = (error.schema as { type?: string }[]).map((branch) => branch.type)
+      if (types.some((t) => t === undefined)) return 'is invalid'
+      return `must be a ${types.length > 1 ? `${types.slice(0, -1).join(', ')} or ${types.at(-1)}` : types[0]}`
+    }
+    default:
+      return error.message ?? 'is invalid'
+  }
+}
+
+/** Reads every function's `toolService:` block; throws a ConfigError naming the bad field. */
+export function readToolServices(serverless: unknown): ToolServiceSpec[] {
+  if (!isRecord(serverless)) throw new ConfigError('serverless.yml', 'must be a YAML mapping')
+  const functions = serverless.functions
+  if (!isRecord(functions)) throw new ConfigError('functions', 'must be a mapping of function names to functions')
+  // Lambda's own timeout and memory: the function's, else the provider's.
+  const provider = isRecord(serverless.provider) ? serverless.provider : {}
+  const providerDefaults: FunctionDefaults = {
+    timeout: typeof provider.timeout === 'number' ? provider.timeout : undefined,
+    memorySize: typeof provider.memorySize === 'number' ? provider.memorySize : undefined,
+  }
+  const namePrefix = lambdaNamePrefix(serverless.service, provider.stage)
+  const specs: ToolServiceSpec[] = []
+  for (const [functionName, fn] of Object.entries(functions)) {
+    if (!isRecord(fn) || fn.toolService === undefined) continue
+    specs.push(readToolService(functionName, fn, providerDefaults, namePrefix))
+  }
+  for (const external of readExternalToolServices(serverless.custom, providerDefaults)) {
+    // The invokers tell services apart by this key.
+    if (Object.hasOwn(functions, external.functionName)) {
+      throw new ConfigError(`custom.toolServices.${external.functionName}`, `"${external.functionName}" is also a key under functions:`)
+    }
+    specs.push(external)
+  }
+  checkUnique(specs)
+  return specs
+}
+
+/**
+ * `<service>-<stage>-`, the prefix of the Serverless Framework's default function names (stage
+ * `dev` unless `provider.stage` says otherwise); '' without a service name. Variables such as
+ * `${opt:stage}` are not resolved.
+ */
+function lambdaNamePrefix(service: unknown, stage: unknown): string {
+  const name = isRecord(service) ? service.name : service // `service: {name}` is the old spelling
+  if (typeof name !== 'string' || name === '') return ''
+  return `${name}-${typeof stage === 'string' && stage !== '' ? stage : 'dev'}-`
+}
+
+/**
+ * `custom.toolServices.<key>`: tool services for functions this serverless.yml does not define,
+ * a Lambda function (`function:`) or an HTTP endpoint (`url:`).
+ */
+function readExternalToolServices(custom: unknown, providerDefaults: FunctionDefaults): ToolServiceSpec[] {
+  if (!isRecord(custom) || custom.toolServices === undefined) return []
+  if (!isRecord(custom.toolServices)) throw new ConfigError('custom.toolServices', 'must be a mapping of names to tool services')
+  return Object.entries(custom.toolServices).map(([key, block]) => {
+    const base = `custom.toolServices.${key}`
+    const spec = readToolService(key, { toolService: block }, providerDefaults, '', base, validateExternalToolService)
+    const b = block as ToolServiceBlock
+    if ((b.function === undefined) === (b.url === undefined)) throw new ConfigError(base, 'give either "function" (a Lambda name or ARN) or "url", not both or neither')
+    if (b.function !== undefined) {
+      for (const field of ['method', 'headers', 'headersFromEnv'] as const) {
+        if (b[field] !== undefined) throw new ConfigError(`${base}.${field}`, 'is for a "url:" tool service; this one names a Lambda "function:"')
+      }
+      return { ...spec, lambdaName: b.function, external: { region: b.region ?? regionOfArn(b.function), role: b.role } }
+    }
+    for (const field of ['region', 'role'] as const) {
+      if (b[field] !== undefined) throw new ConfigError(`${base}.${field}`, 'is for a Lambda "function:"; this one has a "url:"')
+    }
+    if (spec.shape.event === 'apigw-v1' || spec.shape.event === 'apigw-v2') {
+      throw new ConfigError(`${base}.event`, 'an API Gateway event is for a Lambda function; an HTTP function gets the event as its body')
+    }
+    const http: HttpFunctionSpec = { url: b.url!, method: b.method ?? 'POST', headers: b.headers ?? {}, headersFromEnv: b.headersFromEnv ?? {} }
+    return { ...spec, lambdaName: key, http }
+  })
+}
+
+/** `arn:aws:lambda:eu-west-1:123456789012:function:name` -> `eu-west-1`. */
+function regionOfArn(name: string): string | undefined {
+  return /^arn:aws[a-z-]*:lambda:([a-z0-9-]+):/.exec(name)?.[1]
+}
+
+function readShape(base: string, block: ToolServiceBlock): ShapeSpec {
+  const event = block.event ?? 'envelope'
+  const proxy = event === 'apigw-v1' || event === 'apigw-v2'
+  if (block.route !== undefined && !proxy) throw new ConfigError(`${base}.route`, 'is for "event: apigw-v1" or "event: apigw-v2"')
+  if ((block.template !== undefined) !== (event === 'template')) {
+    throw new ConfigError(`${base}.${event === 'template' ? 'event' : 'template'}`, '"event: template" and "template:" go together')
+  }
+  if (event === 'template') checkTemplate(`${base}.template`, block.template)
+  // A proxy response is one HTTP response: there are no chunks to pass on.
+  if (proxy && block.response === 'stream') throw new ConfigError(`${base}.response`, `"stream" does not fit "event: ${event}": an API Gateway response comes in one piece`)
+  const shape: ShapeSpec = { event, answer: block.answer ?? 'text' }
+  if (proxy) {
+    const route = block.route ?? {}
+    shape.route = { method: route.method ?? 'POST', path: route.path ?? '/', query: route.query ?? [], headers: route.headers ?? {} }
+  }
+  if (event === 'template') shape.template = block.template
+  return shape
+}
+
+/** Every `{{...}}` in a template names the user, the config or the arguments. */
+function checkTemplate(path: string, value: unknown): void {
+  if (typeof value === 'string') {
+    for (const [placeholder, name] of value.matchAll(TEMPLATE_PLACEHOLDER)) {
+      if (!TEMPLATE_PATH.test(name!) || name!.startsWith('user.')) {
+        throw new ConfigError(path, `unknown placeholder ${placeholder}: use {{arguments.<name>}}, {{config.<name>}}, {{user}} or {{arguments}}`)
+      }
+    }
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => checkTemplate(`${path}[${i}]`, item))
+  } else if (isRecord(value)) {
+    for (const [key, item] of Object.entries(value)) checkTemplate(`${path}.${key}`, item)
+  }
+}
+
+/** `provider:` settings a function inherits unless it sets its own. */
+interface FunctionDefaults {
+  timeout: number | undefined
+  memorySize: number | undefined
+}
+
+function readToolService(
+  functionName: string,
+  fn: Record<string, unknown>,
+  providerDefaults: FunctionDefaults,
+  namePrefix: string,
+  base = `functions.${functionName}.toolService`,
+  validate = validateToolService,
+): ToolServiceSpec {
+  const block = fn.toolService
+  if (!validate(block)) {
+    // A typo hides a required field too: name the unknown field, the more telling of the two.
+    // A failed oneOf/anyOf says more than the errors of its branches.
+    const errors = validate.errors!
+    const first = errors[0]!
+    const error =
+      errors.find((e) => e.keyword === 'additionalProperties') ??
+      errors.find((e) => (e.keyword === 'anyOf' || e.keyword === 'oneOf') && first.schemaPath.startsWith(`${e.schemaPath}/`)) ??
+      first
+    throw new ConfigError(base + jsonPointerToPath(error.instancePath), schemaMessage(error))
+  }
+  const configParams: ConfigParam[] = (block.configParams ?? []).map((p) =>
+    typeof p === 'string' ? { name: p, required: false } : { name: p.name, required: p.required ?? false },
+  )
+  configParams.forEach((param, i) => {
+    if (RESERVED_TOOL_FIELDS.has(param.name)) {
+      throw new ConfigError(`${base}.configParams[${i}].name`, `"${param.name}" would overwrite the tool's own "${param.name}" field`)
+    }
+  })
+  const { requestQueue, responseQueue } = resolveQueues(base, block)
+  const fnTimeout = typeof fn.timeout === 'number' ? fn.timeout : providerDefaults.timeout
+  const tools = block.tools.map((tool, i) => readTool(`${base}.tools[${i}]`, tool, configParams))
+  return {
+    functionName,
+    handler: typeof fn.handler === 'string' ? fn.handler : undefined,
+    lambdaName: typeof fn.name === 'string' && fn.name !== '' ? fn.name : namePrefix + functionName,
+    id: block.id,
+    topic: block.topic,
+    requestQueue,
+    responseQueue,
+    configParams,
+    response: block.response ?? 'single',
+    concurrency: block.concurrency ?? DEFAULT_CONCURRENCY,
+    timeoutMs: Math.round((block.timeout ?? fnTimeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000),
+    memoryMb: typeof fn.memorySize === 'number' ? fn.memorySize : providerDefaults.memorySize,
+    tools,
+    shape: readShape(base, block),
+  }
+}
+
+function resolveQueues(
+  base: string,
+  block: ToolServiceBlock,
+): { requestQueue: string; responseQueue: string } {
+  const explicit = block.requestQueue !== undefined || block.responseQueue !== undefined
+  if (explicit && block.topic !== undefined) {
+    throw new ConfigError(base, 'give either "topic" or "requestQueue" and "responseQueue", not both')
+  }
+  if (!explicit) {
+    if (block.topic === undefined) throw new ConfigError(base, 'missing "topic" (or "requestQueue" and "responseQueue")')
+    const queues = defaultQueues(block.topic)
+    return { requestQueue: queues.request, responseQueue: queues.response }
+  }
+  if (block.requestQueue === undefined) throw new ConfigError(base, 'missing required field "requestQueue"')
+  if (block.responseQueue === undefined) throw new ConfigError(base, 'missing required field "responseQueue"')
+  for (const field of ['requestQueue', 'responseQueue'] as const) {
+    try {
+      parseQueueName(block[field]!)
+    } catch (err) {
+      if (err instanceof QueueNameError) throw new ConfigError(`${base}.${field}`, err.message)
+      throw err
+    }
+  }
+  return { requestQueue: block.requestQueue!, responseQueue: block.responseQueue! }
+}
+
+function readTool(path: string, tool: ToolBlock, configParams: ConfigParam[]): ToolSpec {
+  const config = tool.config ?? {}
+  const declared = new Set(configParams.map((p) => p.name))
+  for (const key of Object.keys(config)) {
+    if (!declared.has(key)) throw new ConfigError(`${path}.config.${key}`, 'is not a config param of this tool service')
+  }
+  for (const param of configParams) {
+    if (param.required && !(param.name in config)) {
+      throw new ConfigError(`${path}.config`, `missing required config param "${param.name}"`)
+    }
+  }
+  const args = (tool.arguments ?? []).map((a) => ({ ...a, required: a.required ?? false }))
+  const seen = new Set<string>()
+  args.forEach((a, i) => {
+    if (seen.has(a.name)) throw new ConfigError(`${path}.arguments[${i}].name`, `duplicate argument "${a.name}"`)
+    seen.add(a.name)
+  })
+  return { name: tool.name, description: tool.description, config, arguments: args }
+}
+
+/** Where a spec's block is in serverless.yml. */
+const blockPath = (spec: ToolServiceSpec) =>
+  spec.external || spec.http ? `custom.toolServices.${spec.functionName}` : `functions.${spec.functionName}.toolService`
+const ownerName = (spec: ToolServiceSpec) =>
+  spec.external || spec.http ? `custom.toolServices.${spec.functionName}` : `functions.${spec.functionName}`
+
+function checkUnique(specs: ToolServiceSpec[]): void {
+  const services = new Map<string, string>()
+  const tools = new Map<string, string>()
+  for (const spec of specs) {
+    const other = services.get(spec.id)
+    if (other) throw new ConfigError(`${blockPath(spec)}.id`, `"${spec.id}" is also the id of ${other}`)
+    services.set(spec.id, ownerName(spec))
+    spec.tools.forEach((tool, i) => {
+      const owner = tools.get(tool.name)
+      if (owner) {
+        throw new ConfigError(`${blockPath(spec)}.tools[${i}].name`, `tool "${tool.name}" is also defined by ${owner}`)
+      }
+      tools.set(tool.name, ownerName(spec))
+    })
+  }
+}
+
+/** SPEC §1 `tool-service` object. */
+export function toolServiceDescriptor(spec: ToolServiceSpec, style: QueueStyle = 'logical') {
+  const queues =
+    style === 'pulsar' && spec.topic !== undefined
+      ? defaultQueues(spec.topic, 'pulsar')
+      : { request: spec.requestQueue, response: spec.responseQueue }
+  return {
+    id: spec.id,
+    'request-queue': queues.request,
+    'response-queue': queues.response,
+    'config-params': spec.configParams.map((p) => ({ name: p.name, required: p.required })),
+  }
+}
+
+/** SPEC §1 `tool` object: config values at the top level, arguments as {name, type, description}. */
+export function toolDescriptor(spec: ToolServiceSpec, tool: ToolSpec) {
+  return {
+    type: 'tool-service',
+    name: tool.name,
+    description: tool.description,
+    service: spec.id,
+    ...tool.config,
+    arguments: tool.arguments.map((a) => ({ name: a.name, type: a.type, description: a.description })),
+  }
+}
+
+/** Where TrustGraph's MCP tool service reaches toolbridge's MCP server (`toolbridge start`'s `/mcp`). */
+export interface McpEndpoint {
+  url: string
+  /** Sent as `Authorization: Bearer <token>` by TrustGraph's MCP tool service. */
+  authToken?: string
+}
+
+/**
+ * The `mcp-tool` twin of a tool is named `<tool>-mcp`: TrustGraph keys tools
+ * by name, and the `tool-service` tool already has the plain name.
+ */
+export const mcpToolName = (tool: ToolSpec) => `${tool.name}-mcp`
+
+/** TrustGraph `mcp` entry (SPEC §1): which server, and the tool's name there. */
+export function mcpDescriptor(tool: ToolSpec, endpoint: McpEndpoint) {
+  return {
+    'remote-name': tool.name,
+    url: endpoint.url,
+    ...(endpoint.authToken ? { 'auth-token': endpoint.authToken } : {}),
+  }
+}
+
+/** `mcp-tool` tool as the MCP-tool-arguments seed specifies it; config values are fixed by the MCP server. */
+export function mcpToolDescriptor(tool: ToolSpec) {
+  return {
+    type: 'mcp-tool',
+    name: mcpToolName(tool),
+    description: tool.description,
+    'mcp-tool': tool.name,
+    arguments: tool.arguments.map((a) => ({ name: a.name, type: a.type, description: a.description })),
+  }
+}
+
+export type ToolDescriptor = ReturnType<typeof toolDescriptor> | ReturnType<typeof mcpToolDescriptor>
+
+/**
+ * What `toolbridge descriptors` prints: `{"tool-service": {...}, "tool": {...}}`,
+ * and with an MCP endpoint also `"mcp": {...}` and an `mcp-tool` per tool.
+ */
+export function descriptors(specs: ToolServiceSpec[], style: QueueStyle = 'logical', mcp?: McpEndpoint) {
+  const toolServices: Record<string, ReturnType<typeof toolServiceDescriptor>> = {}
+  const tools: Record<string, ToolDescriptor> = {}
+  const mcpServers: Record<string, ReturnType<typeof mcpDescriptor>> = {}
+  for (const spec of specs) {
+    toolServices[spec.id] = toolServiceDescriptor(spec, style)
+    for (const tool of spec.tools) tools[tool.name] = toolDescriptor(spec, tool)
+  }
+  if (!mcp) return { 'tool-service': toolServices, tool: tools }
+  for (const spec of specs) {
+    for (const tool of spec.tools) {
+      mcpServers[tool.name] = mcpDescriptor(tool, mcp)
+      tools[mcpToolName(tool)] = mcpToolDescriptor(tool)
+    }
+  }
+  return { 'tool-service': toolServices, tool: tools, mcp: mcpServers }
+}
+
+/**
+ * Why TrustGraph's agent (trustgraph-flow 2.11.1, `agent/react/service.py`,
+ * `on_tools_config`) would refuse a `tool-service` tool, in its own words, or
+ * undefined if it would load it. The agent refuses the whole tool
+ * configuration over one such tool, so toolbridge checks before it sends.
+ */
+export function agentToolRefusal(tool: Record<string, unknown>, toolServices: Record<string, Record<string, unknown>>): string | undefined {
+  if (tool.type !== 'tool-service') return undefined
+  const name = String(tool.name)
+  const ref = tool.service
+  if (!ref) return `Tool ${name} has type 'tool-service' but no 'service' reference`
+  const service = Object.hasOwn(toolServices, String(ref)) ? toolServices[String(ref)]! : undefined
+  if (!service) return `Tool ${name} references unknown tool-service '${String(ref)}'`
+  if (!service['request-queue'] || !service['response-queue']) {
+    return `Tool-service '${String(ref)}' must define 'request-queue' and 'response-queue'`
+  }
+  const params = Array.isArray(service['config-params']) ? (service['config-params'] as unknown[]) : []
+  for (const param of params) {
+    // A bare-string param is never required; a present key counts whatever its value, as in the agent.
+    if (isRecord(param) && param.required === true && !Object.hasOwn(tool, String(param.name))) {
+      return `Tool ${name} missing required config param '${String(param.name)}'`
+    }
+  }
+  return undefined
+}

@@ -1,0 +1,33 @@
+/** Picks a transport by the broker URL's scheme; none means the embedded broker. */
+import { ConfigError } from '../project/tool-services.ts'
+import type { Logger } from '../support/logger.ts'
+import { KafkaTransport } from './kafka/kafka-transport.ts'
+import { MemoryBroker, MemoryTransport } from './memory/memory-transport.ts'
+import { NativePulsarTransport } from './pulsar/native-transport.ts'
+import { PulsarTransport, type PulsarSettings } from './pulsar/pulsar-transport.ts'
+import { RabbitTransport } from './rabbitmq/rabbitmq-transport.ts'
+import { redact } from './redact.ts'
+import type { Transport } from './transport.ts'
+
+
+export function createTransport(
+  broker: string | undefined,
+  memory: MemoryBroker = new MemoryBroker(),
+  options: { logger?: Logger; onReconnect?: () => void; pulsar?: PulsarSettings & { client?: 'builtin' | 'native' } } = {},
+): Transport {
+  if (broker === undefined || broker === 'memory://' || broker === 'memory:') return new MemoryTransport(memory)
+  // Before URL parsing: a list of bootstrap servers (kafka://a:9092,b:9092) is not a WHATWG URL.
+  if (/^kafka:/.test(broker)) return new KafkaTransport(broker, options)
+  let url: URL
+  try {
+    url = new URL(broker)
+  } catch {
+    throw new ConfigError('--broker', `"${redact(broker)}" is not a URL (e.g. amqp://guest:guest@127.0.0.1:5672/)`)
+  }
+  if (url.protocol === 'amqp:' || url.protocol === 'amqps:') return new RabbitTransport(broker, options)
+  if (url.protocol === 'pulsar:' || url.protocol === 'pulsar+ssl:') {
+    const pulsar = { logger: options.logger, onReconnect: options.onReconnect, token: options.pulsar?.token, listener: options.pulsar?.listener }
+    return options.pulsar?.client === 'native' ? new NativePulsarTransport(broker, pulsar) : new PulsarTransport(broker, pulsar)
+  }
+  throw new ConfigError('--broker', `unsupported scheme "${url.protocol}": use memory://, amqp://, amqps://, kafka://, pulsar:// or pulsar+ssl://`)
+}

@@ -1,0 +1,134 @@
+/**
+ * A request/response client that behaves like TrustGraph's
+ * RequestResponseClient: one private subscription to the response queue,
+ * responses matched by `id`, the first message resolving a plain call and
+ * chunks concatenated until `end_of_stream` for a streaming one.
+ */
+import { randomUUID } from 'node:crypto'
+import { decodeResponse, encodeRequest, ID_PROPERTY } from '../../shared/protocol.ts'
+import type { Consumer, Transport } from '../transports/transport.ts'
+
+export const DEFAULT_CLIENT_TIMEOUT_MS = 600_000 // TrustGraph's ToolServiceClient default
+
+export interface ToolCall {
+  user?: string
+  config?: Record<string, unknown>
+  arguments?: Record<string, unknown>
+}
+
+export interface CallOptions {
+  timeoutMs?: number
+  /** Streams: called with each non-empty chunk; the call resolves at `end_of_stream`. */
+  onChunk?: (text: string) => void
+}
+
+/** An error response from the service: its wire `type` and `message`. */
+export class ToolCallError extends Error {
+  override name = 'ToolCallError'
+  readonly type: string
+  constructor(type: string, message: string) {
+    super(message)
+    this.type = type
+  }
+}
+
+export class ToolCallTimeoutError extends Error {
+  override name = 'ToolCallTimeoutError'
+}
+
+interface Pending {
+  id: string
+  slot: number
+  chunks: string[]
+  onChunk: ((text: string) => void) | undefined
+  resolve(text: string): void
+  reject(error: Error): void
+}
+
+export class RequestClient {
+  private readonly transport: Transport
+  private readonly requestQueue: string
+  private readonly responseQueue: string
+  /**
+   * Calls waiting for their answer, in reusable slots rather than a Map: a
+   * long-lived Map churned on every call leaves dead hash tables in old
+   * space that keep young garbage alive through scavenges. An id is
+   * `<this client's uuid>.<slot>.<sequence>`, so an answer finds its slot
+   * without a lookup table.
+   */
+  private readonly slots: (Pending | undefined)[] = []
+  private readonly freeSlots: number[] = []
+  private readonly prefix = randomUUID() + '.'
+  private sequence = 0
+  private consumer: Consumer | undefined
+
+  constructor(transport: Transport, queues: { requestQueue: string; responseQueue: string }) {
+    this.transport = transport
+    this.requestQueue = queues.requestQueue
+    this.responseQueue = queues.responseQueue
+  }
+
+  /** Subscribes to the response queue; must resolve before the first call. */
+  async start(): Promise<void> {
+    this.consumer = await this.transport.subscribe(this.responseQueue, (delivery) => {
+      delivery.ack()
+      const id = delivery.properties[ID_PROPERTY]
+      const pending = id === undefined ? undefined : this.lookup(id)
+      if (!pending) return // someone else's answer, or a duplicate of one we already have
+      const decoded = decodeResponse(delivery.body)
+      if (!decoded.ok) return this.settle(id!, new ToolCallError('bad-response', decoded.message))
+      const response = decoded.value
+      if (response.error) return this.settle(id!, new ToolCallError(response.error.type, response.error.message))
+      if (!pending.onChunk) return this.settle(id!, response.response) // first message wins
+      if (response.response !== '') {
+        pending.chunks.push(response.response)
+        pending.onChunk(response.response)
+      }
+      if (response.end_of_stream) this.settle(id!, pending.chunks.join(''))
+    })
+  }
+
+  call(request: ToolCall, options: CallOptions = {}): Promise<string> {
+    const slot = this.freeSlots.pop() ?? this.slots.length
+    const id = `${this.prefix}${slot}.${++this.sequence}`
+    const timeoutMs = options.timeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS
+    return new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(
+        () => this.settle(id, new ToolCallTimeoutError(`no answer on ${this.responseQueue} within ${timeoutMs} ms`)),
+        timeoutMs,
+      )
+      this.slots[slot] = {
+        id,
+        slot,
+        chunks: [],
+        onChunk: options.onChunk,
+        resolve: (text) => (clearTimeout(timer), resolve(text)),
+        reject: (error) => (clearTimeout(timer), reject(error)),
+      }
+      this.transport.publish(this.requestQueue, encodeRequest(request), { [ID_PROPERTY]: id }).catch((err: Error) =>
+        this.settle(id, err),
+      )
+    })
+  }
+
+  async close(): Promise<void> {
+    await this.consumer?.close()
+    for (const pending of this.slots.filter((p) => p !== undefined)) this.settle(pending.id, new Error('client closed'))
+  }
+
+  private lookup(id: string): Pending | undefined {
+    if (!id.startsWith(this.prefix)) return undefined
+    const slot = Number.parseInt(id.slice(this.prefix.length), 10)
+    const pending = this.slots[slot]
+    return pending !== undefined && pending.id === id ? pending : undefined
+  }
+
+  private settle(id: string, result: string | Error): void {
+    const pending = this.lookup(id)
+    if (!pending) return
+    this.slots[pending.slot] = undefined
+    this.freeSlots.push(pending.slot)
+    if (typeof result === 'string') pending.resolve(result)
+    else pending.reject(result)
+  }
+}
