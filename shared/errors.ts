@@ -29,6 +29,24 @@ export class ToolbridgeError extends Error {
   }
 }
 
+/** serverless.yml, a flag or an environment variable is wrong; the message names which. */
+export class ConfigError extends ToolbridgeError {
+  constructor(path: string, message: string) {
+    super('config', `${path}: ${message}`)
+    this.name = 'ConfigError'
+  }
+}
+
+/** A refusal or failure as data: what every pipeline step returns instead of throwing. */
+export interface Refusal {
+  ok: false
+  kind: ErrorKind
+  message: string
+}
+
+/** The message of anything thrown: an Error's own, else the value as text. */
+export const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err))
+
 export const isToolbridgeError = (value: unknown): value is ToolbridgeError =>
   value instanceof ToolbridgeError
 

@@ -8,7 +8,8 @@ import serverless from 'serverless-http'
 import express from 'express'
 import { compileEventShape, renderTemplate } from '../bridge/core/event-shapes.ts'
 import { BODY_EXCERPT_CHARS, bodyExcerpt } from '../bridge/invokers/http-status.ts'
-import { ConfigError, readToolServices, type ShapeSpec } from '../bridge/project/tool-services.ts'
+import { ConfigError } from '../shared/errors.ts'
+import { readToolServices, type ShapeSpec } from '../bridge/project/tool-services.ts'
 import type { ToolRequest } from '../shared/protocol.ts'
 
 const request = (args: Record<string, unknown>, config: Record<string, unknown> = {}, user = 'alice'): ToolRequest => ({ user, config, arguments: args })

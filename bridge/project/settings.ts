@@ -6,7 +6,8 @@ import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { parse as parseYaml, YAMLParseError } from 'yaml'
 import { DEFAULT_WORKSPACE } from '../../shared/config-protocol.ts'
-import { ConfigError, readToolServices, type ToolServiceSpec } from './tool-services.ts'
+import { ConfigError } from '../../shared/errors.ts'
+import { readToolServices, type ToolServiceSpec } from './tool-services.ts'
 import { LOG_LEVELS, type LogLevel } from '../support/logger.ts'
 
 /** Invokers that run handlers on this machine, from their `handler:` files. */

@@ -3,7 +3,7 @@
  * `tool` config objects TrustGraph stores (SPEC §1).
  */
 import { Ajv, type ErrorObject } from 'ajv'
-import { ToolbridgeError, isRecord } from '../../shared/errors.ts'
+import { ConfigError, ToolbridgeError, isRecord } from '../../shared/errors.ts'
 import { defaultQueues, parseQueueName, QueueNameError, type QueueStyle } from '../../shared/queues.ts'
 import {
   type AnswerFormat,
@@ -98,13 +98,6 @@ export const DEFAULT_TIMEOUT_SECONDS = 30
 
 /** Tool fields TrustGraph defines; a config param with one of these names would overwrite it. */
 const RESERVED_TOOL_FIELDS = new Set(['type', 'name', 'description', 'service', 'arguments', 'mcp-tool'])
-
-export class ConfigError extends ToolbridgeError {
-  constructor(path: string, message: string) {
-    super('config', `${path}: ${message}`)
-    this.name = 'ConfigError'
-  }
-}
 
 /** The `toolService:` block as written in serverless.yml, once the schema accepted it. */
 interface ToolServiceBlock {

@@ -1,5 +1,5 @@
 /** Picks a transport by the broker URL's scheme; none means the embedded broker. */
-import { ConfigError } from '../project/tool-services.ts'
+import { ConfigError } from '../../shared/errors.ts'
 import type { Logger } from '../support/logger.ts'
 import { KafkaTransport } from './kafka/kafka-transport.ts'
 import { MemoryBroker, MemoryTransport } from './memory/memory-transport.ts'

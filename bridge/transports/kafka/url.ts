@@ -18,7 +18,7 @@
  */
 import { readFileSync } from 'node:fs'
 import type { ConnectionOptions as TlsOptions } from 'node:tls'
-import { ConfigError } from '../../project/tool-services.ts'
+import { ConfigError } from '../../../shared/errors.ts'
 
 export const KAFKA_DEFAULT_PORT = 9092
 export const SECURITY_PROTOCOLS = ['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'] as const

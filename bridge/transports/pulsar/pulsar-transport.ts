@@ -32,8 +32,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { ConfigError } from '../../project/tool-services.ts'
-import { ToolbridgeError } from '../../../shared/errors.ts'
+import { ConfigError, ToolbridgeError } from '../../../shared/errors.ts'
 import { parseQueueName, pulsarTopic } from '../../../shared/queues.ts'
 import { silentLogger, type Logger } from '../../support/logger.ts'
 import { BROKER_CONNECT_RETRY, createRetry, RetriesExhaustedError, type RetryOptions } from '../../support/retry.ts'
