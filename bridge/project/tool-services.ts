@@ -423,7 +423,7 @@ export function toolServiceDescriptor(spec: ToolServiceSpec, style: QueueStyle =
 
 /**
  * The `tool` config object of a tool-service tool, keyed by the tool name;
- * the tool's config values sit at the top level beside the fixed fields:
+ * each of the tool's config values is a field of its own beside the fixed ones:
  *
  *   {"type": "tool-service", "name": str, "description": str, "service": <service id>,
  *    <config param>: <value>, ...,
