@@ -1,5 +1,6 @@
 /**
- * TrustGraph's configuration service on the wire (SPEC §1), as TrustGraph
+ * TrustGraph's configuration service on the wire
+ * (docs/wire-contract.md#configuration-service-messages), as TrustGraph
  * 2.11.1 writes it: ConfigRequest on `request:tg:config`, ConfigResponse on
  * `response:tg:config` correlated by the `id` property, and ConfigPush
  * broadcast on `notify:tg:config` after every change.
@@ -71,6 +72,24 @@ export function configResponse(fields: Partial<ConfigResponse> = {}): ConfigResp
 
 export const configValue = (type: string, key: string, value: string | null, workspace = ''): ConfigValue => ({ type, key, value, workspace })
 
+/**
+ * TrustGraph's dataclasses (trustgraph-base 2.11.1, `schema/config.py`):
+ *
+ *   ConfigRequest
+ *     operation: str = ""              get, list, getvalues, put, delete, config, getvalues-all-ws, getkeys-all-ws
+ *     workspace: str = ""              every operation but the -all-ws ones
+ *     keys: list[ConfigKey] = []       get, delete
+ *     type: str = ""                   list, getvalues, the -all-ws ones
+ *     values: list[ConfigValue] = []   put
+ *   ConfigKey
+ *     type: str = ""
+ *     key: str = ""
+ *   ConfigValue
+ *     type: str = ""
+ *     key: str = ""
+ *     value: str = ""
+ *     workspace: str = ""              filled only in -all-ws answers
+ */
 export function encodeConfigRequest(request: ConfigRequest): Uint8Array {
   return utf8(
     pythonJsonDumps({
@@ -83,6 +102,14 @@ export function encodeConfigRequest(request: ConfigRequest): Uint8Array {
   )
 }
 
+/**
+ *   ConfigResponse
+ *     version: int = 0
+ *     values: list[ConfigValue] = []             get, getvalues, the -all-ws ones
+ *     directory: list[str] = []                  list
+ *     config: dict[str, dict[str, str]] = {}     config: type -> key -> value
+ *     error: Error | None = None                 Error: type: str, message: str
+ */
 export function encodeConfigResponse(response: ConfigResponse): Uint8Array {
   return utf8(
     pythonJsonDumps({
@@ -95,6 +122,12 @@ export function encodeConfigResponse(response: ConfigResponse): Uint8Array {
   )
 }
 
+/**
+ *   ConfigPush
+ *     version: int = 0
+ *     changes: dict[str, list[str]] = {}                   config type -> workspaces where it changed
+ *     workspace_changes: WorkspaceChanges | None = None    workspaces created and deleted; always None here
+ */
 export function encodeConfigPush(push: ConfigPush): Uint8Array {
   return utf8(pythonJsonDumps({ version: push.version, changes: push.changes, workspace_changes: null }))
 }
@@ -141,6 +174,7 @@ function decodeValue(entry: Record<string, unknown>, where: string): Decoded<Con
   return { ok: true, value: { ...key.value, value, workspace: workspace.value } }
 }
 
+/** Reads a ConfigRequest (the dataclass above encodeConfigRequest). */
 export function decodeConfigRequest(bytes: Uint8Array): Decoded<ConfigRequest> {
   const parsed = parseJsonBytes(bytes)
   if (!parsed.ok) return parsed
@@ -162,6 +196,7 @@ export function decodeConfigRequest(bytes: Uint8Array): Decoded<ConfigRequest> {
   }
 }
 
+/** Reads a ConfigResponse (the dataclass above encodeConfigResponse). */
 export function decodeConfigResponse(bytes: Uint8Array): Decoded<ConfigResponse> {
   const parsed = parseJsonBytes(bytes)
   if (!parsed.ok) return parsed
@@ -192,6 +227,7 @@ export function decodeConfigResponse(bytes: Uint8Array): Decoded<ConfigResponse>
   }
 }
 
+/** Reads a ConfigPush (the dataclass above encodeConfigPush); workspace_changes is not read. */
 export function decodeConfigPush(bytes: Uint8Array): Decoded<ConfigPush> {
   const parsed = parseJsonBytes(bytes)
   if (!parsed.ok) return parsed

@@ -12,7 +12,7 @@
  * })
  *
  * To stream, make `handler` return an async iterable (an async generator):
- * each yielded string is a chunk (SPEC §6). On AWS Lambda, wrap it in
+ * each yielded string is a chunk. On AWS Lambda, wrap it in
  * `lambdaStreaming()` as well. The result works under middy:
  * `middy(handler).use(...)`.
  */
@@ -55,7 +55,7 @@ export interface ToolEvent<C = Record<string, unknown>, A = Record<string, unkno
   arguments: A
 }
 
-/** What a handler may return: a string, any JSON value, or chunks (SPEC §6). */
+/** What a handler may return: a string, any JSON value, or chunks. */
 export type ToolResult = unknown
 
 export interface ToolServiceDefinition<C extends Declarations, A extends Declarations, Ctx> {

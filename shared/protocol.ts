@@ -1,5 +1,5 @@
 /**
- * The wire contract (SPEC §3, §4): ToolServiceRequest / ToolServiceResponse
+ * The wire contract (docs/wire-contract.md): ToolServiceRequest / ToolServiceResponse
  * as UTF-8 JSON bytes, and the `id` property that correlates them.
  */
 import { type ErrorKind, isRecord } from './errors.ts'
@@ -112,12 +112,21 @@ function decodeObjectText(name: string, value: unknown): Decoded<Record<string, 
   return { ok: true, value: parsed }
 }
 
+/**
+ * Reads a ToolServiceRequest. TrustGraph's dataclass (trustgraph-base 2.11.1,
+ * `schema/agent.py`), which it sends as JSON:
+ *
+ *   ToolServiceRequest
+ *     config: str = ""       JSON text of an object: the tool's config values
+ *     arguments: str = ""    JSON text of an object: the arguments from the LLM
+ *     (user: str = ""        in earlier releases; still read, written when given)
+ */
 export function decodeRequest(bytes: Uint8Array): Decoded<ToolRequest> {
   const parsed = parseJsonBytes(bytes)
   return parsed.ok ? decodeEnvelope(parsed.value) : parsed
 }
 
-/** A request body, or a function's event: the tolerant cases of SPEC §3 resolved. */
+/** A request body, or a function's event, read leniently (docs/wire-contract.md#request-toolservicerequest). */
 export function decodeEnvelope(body: unknown): Decoded<ToolRequest> {
   if (!isRecord(body)) return { ok: false, message: `request must be a JSON object, got ${typeName(body)}` }
   const user = body.user ?? ''
@@ -130,9 +139,10 @@ export function decodeEnvelope(body: unknown): Decoded<ToolRequest> {
 }
 
 /**
- * Encodes as TrustGraph does (Python `json.dumps`, see python-json.ts):
- * config and arguments as JSON strings; `user` only when given, as current
- * TrustGraph no longer sends it.
+ * Writes a ToolServiceRequest (the dataclass above decodeRequest) as
+ * TrustGraph does (Python `json.dumps`, see python-json.ts): config and
+ * arguments as JSON strings; `user` only when given, as current TrustGraph
+ * no longer sends it.
  */
 export function encodeRequest(request: { user?: string; config?: object; arguments?: object }): Uint8Array {
   const wire: Record<string, string> = {}
@@ -142,7 +152,20 @@ export function encodeRequest(request: { user?: string; config?: object; argumen
   return utf8.encode(pythonJsonDumps(wire))
 }
 
-/** Byte-identical to what TrustGraph's DynamicToolService sends: its field order, its JSON spelling. */
+/**
+ * Writes a ToolServiceResponse byte-identical to what TrustGraph's
+ * DynamicToolService sends: its field order, its JSON spelling. The
+ * dataclasses (trustgraph-base 2.11.1, `schema/agent.py` and
+ * `schema/core/primitives.py`):
+ *
+ *   ToolServiceResponse
+ *     error: Error | None = None
+ *     response: str = ""           the answer, or one chunk of it
+ *     end_of_stream: bool = False
+ *   Error
+ *     type: str = ""
+ *     message: str = ""
+ */
 export function encodeResponse(response: ToolResponse): Uint8Array {
   const error = response.error === null ? 'null' : pythonJsonDumps({ type: response.error.type, message: response.error.message })
   return utf8.encode(
@@ -158,6 +181,7 @@ export const errorResponse = (kind: ErrorKind, message: string): ToolResponse =>
   end_of_stream: true,
 })
 
+/** Reads a ToolServiceResponse (the dataclasses above encodeResponse); missing fields take their defaults. */
 export function decodeResponse(bytes: Uint8Array): Decoded<ToolResponse> {
   const parsed = parseJsonBytes(bytes)
   if (!parsed.ok) return parsed

@@ -1,5 +1,5 @@
 /**
- * Queue names (SPEC §2). Two spellings reach the bridge — a Pulsar URI
+ * Queue names (docs/wire-contract.md#queue-names). Two spellings reach the bridge — a Pulsar URI
  * (`non-persistent://tg/request/joke`) and TrustGraph's broker-neutral
  * `class:topicspace:topic` (`request:tg:joke`) — and each backend maps them
  * the way TrustGraph's own backends do, so both sides meet on the same address.

@@ -15,7 +15,7 @@ export type ArgumentType = (typeof ARGUMENT_TYPES)[number]
 export const RESPONSE_MODES = ['single', 'stream'] as const
 export type ResponseMode = (typeof RESPONSE_MODES)[number]
 
-/** What the function receives (bridge/core/event-shapes.ts): SPEC §3's envelope unless a service says otherwise. */
+/** What the function receives (bridge/core/event-shapes.ts): the request's envelope unless a service says otherwise. */
 export const EVENT_SHAPES = ['envelope', 'arguments', 'apigw-v1', 'apigw-v2', 'template'] as const
 export type EventShape = (typeof EVENT_SHAPES)[number]
 

@@ -181,7 +181,7 @@ describe.each(LOCAL_INVOKERS)('the bridge with the %s invoker', (invoker) => {
       expect(await faults.call('chunks-service', { count: 5 })).toBe('chunk 1;')
     })
 
-    it('answers tell-joke with the SPEC §6 greeting and the joke', async () => {
+    it('answers tell-joke with the joke-service greeting and the joke', async () => {
       const text = await examples.call('joke-service', { topic: 'programming' }, { user: 'alice' })
       expect(text).toBe("Hey alice! Here's a pun for you:\n\nI told my computer a joke about UDP. I am not sure it got it.")
     })

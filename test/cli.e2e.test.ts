@@ -233,7 +233,7 @@ describe('toolbridge descriptors', () => {
     ],
   }
 
-  it.concurrent('prints the SPEC §1 tool-service and tool objects of serverless.yml as JSON', async ({ expect }) => {
+  it.concurrent('prints the tool-service and tool objects of serverless.yml as JSON', async ({ expect }) => {
     const run = await toolbridge('descriptors')
     expect(run).toMatchObject({ code: 0, stderr: '' })
     const printed = JSON.parse(run.stdout) as { 'tool-service': Record<string, unknown>; tool: Record<string, unknown> }

@@ -48,8 +48,8 @@ function only(specs: ToolServiceSpec[]): ToolServiceSpec {
   return specs[0]!
 }
 
-describe('descriptors of the repo serverless.yml (SPEC §1)', () => {
-  it('gives joke-service the SPEC tool-service object with logical queue names by default', () => {
+describe('descriptors of the repo serverless.yml (docs/wire-contract.md)', () => {
+  it('gives joke-service its tool-service object with logical queue names by default', () => {
     const out = descriptors(readToolServices(repoServerless()))
     expect(out['tool-service']['joke-service']).toStrictEqual({
       id: 'joke-service',
@@ -59,7 +59,7 @@ describe('descriptors of the repo serverless.yml (SPEC §1)', () => {
     })
   })
 
-  it('gives joke-service the Pulsar URIs of the seeds with style pulsar', () => {
+  it('gives joke-service non-persistent Pulsar URIs with style pulsar', () => {
     const out = descriptors(readToolServices(repoServerless()), 'pulsar')
     expect(out['tool-service']['joke-service']).toStrictEqual({
       id: 'joke-service',
@@ -69,7 +69,7 @@ describe('descriptors of the repo serverless.yml (SPEC §1)', () => {
     })
   })
 
-  it('gives tell-joke the SPEC tool object, config values at top level and no required flag', () => {
+  it('gives tell-joke its tool object, config values at top level and no required flag', () => {
     const expected = {
       type: 'tool-service',
       name: 'tell-joke',

@@ -27,7 +27,7 @@ import { rabbitmqInstalled, startRabbitmq, type RabbitBroker } from './support/r
 const COUNT = Number(process.env.FUZZ_COUNT ?? 10_000)
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000)
 const EXAMPLES = loadProject(fileURLToPath(new URL('../serverless.yml', import.meta.url)))
-/** Wire error types the bridge may send (SPEC §4). */
+/** Wire error types the bridge may send (docs/wire-contract.md#error-types). */
 const WIRE_ERROR_TYPES = ['bad-request', 'missing-config', 'invalid-arguments', 'too-large', 'tool-service-error', 'timeout', 'unavailable']
 /** A fail-safe for the whole run, not a limit on its speed. */
 const RUN_LIMIT_MS = 240_000

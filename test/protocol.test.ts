@@ -29,7 +29,7 @@ function failure<T>(result: Decoded<T>): string {
 }
 
 describe('decodeRequest', () => {
-  it('decodes the exact request bytes of SPEC §3', () => {
+  it('decodes the exact request bytes of the example in docs/wire-contract.md', () => {
     const wire = String.raw`{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"cats\"}"}`
     expect(decoded(decodeRequest(bytes(wire)))).toStrictEqual({
       user: 'alice',
@@ -189,7 +189,7 @@ describe('encodeRequest', () => {
     )
   })
 
-  it('writes exactly the request bytes of SPEC §3', () => {
+  it('writes exactly the request bytes of the example in docs/wire-contract.md', () => {
     expect(text(encodeRequest({ user: 'alice', config: { style: 'pun' }, arguments: { topic: 'cats' } }))).toBe(
       String.raw`{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"cats\"}"}`,
     )

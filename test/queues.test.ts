@@ -21,7 +21,7 @@ interface Row {
   logical: string
 }
 
-/** SPEC §2, one row per spelling; `svc` is the subscription name. */
+/** docs/wire-contract.md#queue-names, one row per spelling; `svc` is the subscription name. */
 const ROWS: Row[] = [
   {
     name: 'request:tg:joke',
@@ -90,7 +90,7 @@ const addresses = (name: string) => {
   }
 }
 
-describe('queue names (SPEC §2)', () => {
+describe('queue names', () => {
   for (const row of ROWS) {
     describe(row.name, () => {
       it('parses to class, topicspace, topic and persistence', () => {
@@ -166,7 +166,7 @@ describe('defaultQueues', () => {
     })
   })
 
-  it('generates the non-persistent Pulsar URIs of the seeds with style pulsar', () => {
+  it('generates non-persistent Pulsar URIs with style pulsar', () => {
     expect(defaultQueues('joke', 'pulsar')).toStrictEqual({
       request: 'non-persistent://tg/request/joke',
       response: 'non-persistent://tg/response/joke',

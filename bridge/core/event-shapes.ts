@@ -3,7 +3,8 @@
  * returns becomes the answer, so that functions not written for toolbridge
  * serve as tools unchanged (`toolService.event:` in serverless.yml).
  *
- * - `envelope` (default): `{user, config, arguments}` (SPEC §3).
+ * - `envelope` (default): `{user, config, arguments}`, config and arguments
+ *   decoded to objects (docs/wire-contract.md#request-toolservicerequest).
  * - `arguments`: the arguments object alone.
  * - `template`: a JSON template with `{{arguments.x}}`, `{{config.y}}`,
  *   `{{user}}` placeholders. A string that is one placeholder becomes the

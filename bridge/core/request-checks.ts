@@ -4,8 +4,8 @@
  * tool that sent it.
  *
  * A request does not name its tool; tools on one service differ by their
- * config values (SPEC §1), so the tool is the one whose config values the
- * request carries. When no single tool matches (a tool defined elsewhere),
+ * config values (docs/wire-contract.md#refused-before-invoking), so the tool
+ * is the one whose config values the request carries. When no single tool matches (a tool defined elsewhere),
  * arguments are left to the function's own checks.
  */
 import { checkArguments, type ArgumentRule } from '../../shared/arguments.ts'

@@ -1,5 +1,5 @@
 /**
- * Response modes (SPEC §4): how an outcome becomes messages on the response
+ * Response modes (docs/wire-contract.md#single-and-stream-answers): how an outcome becomes messages on the response
  * queue. `single` sends one message with the whole text (what a
  * non-streaming TrustGraph client needs); `stream` sends a message per chunk
  * as it arrives, then a final one with `end_of_stream: true`.

@@ -5,7 +5,7 @@
  *
  * - `single` services: `Invoke` (RequestResponse). The payload is the
  *   function's result as JSON: a JSON string is that text, any other value
- *   its JSON text (SPEC §6).
+ *   its JSON text (docs/wire-contract.md#response-toolserviceresponse).
  * - `stream` services: `InvokeWithResponseStream`; each `PayloadChunk` is
  *   handed on as it arrives, and `InvokeComplete` with an `ErrorCode` ends
  *   the stream with an error. The function must stream (`lambdaStreaming()`
@@ -100,7 +100,7 @@ function classify(error: unknown): Failure {
 const isMissingApi = (error: unknown) =>
   httpStatus(error) === 404 && !(error instanceof Error && error.name === 'ResourceNotFoundException')
 
-/** A Lambda payload as text: a JSON string is its text, another JSON value its JSON (SPEC §6). */
+/** A Lambda payload as text: a JSON string is its text, another JSON value its JSON text. */
 function payloadText(text: string): string {
   if (text === '') return ''
   try {

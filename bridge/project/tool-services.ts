@@ -1,6 +1,7 @@
 /**
  * serverless.yml -> tool services, and tool services -> the `tool-service` and
- * `tool` config objects TrustGraph stores (SPEC §1).
+ * `tool` config objects TrustGraph stores
+ * (docs/wire-contract.md#descriptors-in-the-configuration-service).
  */
 import { Ajv, type ErrorObject } from 'ajv'
 import { ConfigError, ToolbridgeError, isRecord } from '../../shared/errors.ts'
@@ -399,7 +400,14 @@ function checkUnique(specs: ToolServiceSpec[]): void {
   }
 }
 
-/** SPEC §1 `tool-service` object. */
+/**
+ * The `tool-service` config object, keyed by the service id
+ * (docs/wire-contract.md#descriptors-in-the-configuration-service), as
+ * TrustGraph's agent reads it:
+ *
+ *   {"id": str, "request-queue": str, "response-queue": str,
+ *    "config-params": [{"name": str, "required": bool}, ...]}
+ */
 export function toolServiceDescriptor(spec: ToolServiceSpec, style: QueueStyle = 'logical') {
   const queues =
     style === 'pulsar' && spec.topic !== undefined
@@ -413,7 +421,14 @@ export function toolServiceDescriptor(spec: ToolServiceSpec, style: QueueStyle =
   }
 }
 
-/** SPEC §1 `tool` object: config values at the top level, arguments as {name, type, description}. */
+/**
+ * The `tool` config object of a tool-service tool, keyed by the tool name;
+ * each of the tool's config values is a field of its own beside the fixed ones:
+ *
+ *   {"type": "tool-service", "name": str, "description": str, "service": <service id>,
+ *    <config param>: <value>, ...,
+ *    "arguments": [{"name": str, "type": str, "description": str}, ...]}
+ */
 export function toolDescriptor(spec: ToolServiceSpec, tool: ToolSpec) {
   return {
     type: 'tool-service',
@@ -438,7 +453,12 @@ export interface McpEndpoint {
  */
 export const mcpToolName = (tool: ToolSpec) => `${tool.name}-mcp`
 
-/** TrustGraph `mcp` entry (SPEC §1): which server, and the tool's name there. */
+/**
+ * The `mcp` config object, keyed by the tool name: which MCP server, and the
+ * tool's name there.
+ *
+ *   {"remote-name": str, "url": str, "auth-token": str (only when given)}
+ */
 export function mcpDescriptor(tool: ToolSpec, endpoint: McpEndpoint) {
   return {
     'remote-name': tool.name,
@@ -447,7 +467,15 @@ export function mcpDescriptor(tool: ToolSpec, endpoint: McpEndpoint) {
   }
 }
 
-/** `mcp-tool` tool as the MCP-tool-arguments seed specifies it; config values are fixed by the MCP server. */
+/**
+ * The `tool` config object of an `mcp-tool` tool, with arguments as
+ * TrustGraph's MCP-tool-arguments specification adds them; config values are
+ * fixed by the MCP server, so none appear here.
+ *
+ *   {"type": "mcp-tool", "name": "<tool>-mcp", "description": str,
+ *    "mcp-tool": <key of the mcp object>,
+ *    "arguments": [{"name": str, "type": str, "description": str}, ...]}
+ */
 export function mcpToolDescriptor(tool: ToolSpec) {
   return {
     type: 'mcp-tool',

@@ -1,5 +1,5 @@
 /**
- * The one retrier (STYLE §5), shaped like kafkajs's `src/retry/index.js`:
+ * The one retrier for the whole project, shaped like kafkajs's `src/retry/index.js`:
  * `createRetry(options)` returns a function that runs `fn(bail, retryCount,
  * retryTime)` until it resolves, waiting a jittered, exponentially growing
  * time between attempts. Used by transport reconnects and Lambda throttling.

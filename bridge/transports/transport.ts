@@ -2,7 +2,7 @@
  * What the bridge needs from a broker, and nothing more. A transport knows
  * queues and bytes, never tool requests: decoding is the bridge's job.
  *
- * Queue names are either spelling of SPEC §2; each transport maps them with
+ * Queue names come in either spelling (docs/wire-contract.md#queue-names); each transport maps them with
  * `shared/queues.ts` the way TrustGraph's backend for that broker does.
  */
 

@@ -1,5 +1,5 @@
 /**
- * joke-service, the example of the TrustGraph tool-services spec (SPEC §6):
+ * joke-service, the example of TrustGraph's tool-services specification:
  * config `style` (pun, dad-joke, one-liner), argument `topic`.
  */
 import { defineToolService } from '../../shared/handler.ts'

@@ -123,6 +123,7 @@ export interface KeyValue {
   key: string
   value: string
 }
+/** PulsarApi.proto: `message KeyValue { required string key = 1; required string value = 2; }` */
 export const KeyValue = schema({ key: [1, 'string'], value: [2, 'string'] })
 
 export interface MessageIdData {
@@ -132,6 +133,19 @@ export interface MessageIdData {
   batch_index?: number
   batch_size?: number
 }
+/**
+ * PulsarApi.proto:
+ *
+ *   message MessageIdData {
+ *     required uint64 ledgerId = 1;
+ *     required uint64 entryId = 2;
+ *     optional int32 partition = 3 [default = -1];
+ *     optional int32 batch_index = 4 [default = -1];
+ *     optional int32 batch_size = 6;
+ *   }
+ *
+ * (ack_set = 5 and first_chunk_message_id = 7 are neither read nor written.)
+ */
 export const MessageIdData = schema({
   ledgerId: [1, 'bigint'],
   entryId: [2, 'bigint'],
@@ -163,6 +177,18 @@ export interface MessageMetadata {
   num_chunks_from_msg?: number
   chunk_id?: number
 }
+/**
+ * PulsarApi.proto `message MessageMetadata`: three required fields,
+ *
+ *   required string producer_name = 1;
+ *   required uint64 sequence_id = 2;
+ *   required uint64 publish_time = 3;
+ *
+ * and the rest optional or repeated, with defaults compression = NONE,
+ * uncompressed_size = 0, num_messages_in_batch = 1, event_time = 0.
+ * `encryption_keys` is `repeated EncryptionKeys` there; read here as bytes,
+ * since only whether there are any matters.
+ */
 export const MessageMetadata = schema({
   producer_name: [1, 'string'],
   sequence_id: [2, 'uint64'],
@@ -192,6 +218,10 @@ export interface SingleMessageMetadata {
   sequence_id?: number
   null_value?: boolean
 }
+/**
+ * PulsarApi.proto `message SingleMessageMetadata` (one message inside a batch):
+ * `required int32 payload_size = 3;` and the rest optional or repeated.
+ */
 export const SingleMessageMetadata = schema({
   properties: [1, KeyValue, 'repeated'],
   partition_key: [2, 'string'],
@@ -343,7 +373,17 @@ export interface Incoming {
 
 export type Command = { [K in keyof Incoming]: { type: K; body: Incoming[K] } }[keyof Incoming] | { type: 'unknown'; typeNumber: number }
 
-/** BaseCommand bytes for one command: `{type, <command>: fields}`. */
+/**
+ * BaseCommand bytes for one command: `{type, <command>: fields}`. PulsarApi.proto:
+ *
+ *   message BaseCommand {
+ *     required Type type = 1;                  // CONNECT = 2, CONNECTED = 3, ... TOPIC_MIGRATED = 68
+ *     optional CommandConnect connect = 2;     // each command at the field number equal to its Type
+ *     optional CommandConnected connected = 3;
+ *     ...
+ *     optional CommandTopicMigrated topicMigrated = 68;
+ *   }
+ */
 export function encodeCommand(name: CommandName, fields: object): Uint8Array {
   const [type, s] = COMMANDS[name]
   const writer = new BinaryWriter()
@@ -354,7 +394,7 @@ export function encodeCommand(name: CommandName, fields: object): Uint8Array {
   return writer.finish()
 }
 
-/** Reads a BaseCommand; a command this client does not handle comes back as `unknown`. */
+/** Reads a BaseCommand (the message above encodeCommand); a command this client does not handle is `unknown`. */
 export function decodeCommand(bytes: Uint8Array): Command {
   const reader = new BinaryReader(bytes)
   let type = -1

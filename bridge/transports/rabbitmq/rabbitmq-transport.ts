@@ -54,7 +54,7 @@ import { redact } from '../redact.ts'
 import type { ConsumeOptions, Consumer, Delivery, OnDelivery, Properties, Transport } from '../transport.ts'
 import { coalesceWrites } from './coalesce-writes.ts'
 
-/** RabbitMQ's default `max_message_size` (3.8+): 128 MiB (SPEC §5). */
+/** RabbitMQ's default `max_message_size` (3.8+): 128 MiB. */
 export const RABBITMQ_MAX_MESSAGE_BYTES = 128 * 1024 * 1024
 
 export const DEFAULT_HEARTBEAT_SECONDS = 10
@@ -314,7 +314,8 @@ export class RabbitTransport implements Transport {
         // The connection is up, so the broker refused this message or the channel: a new connection would not help.
         if (session.alive) throw this.publishError(route.exchange, err)
         // The connection went before the broker confirmed: send it again on the next one. The broker may have
-        // routed the first copy; a duplicate answer is harmless, clients keep the first (SPEC §5).
+        // routed the first copy; a duplicate answer is harmless, clients keep the first
+        // (docs/wire-contract.md#acknowledgement-and-delivery).
         deadline ??= Date.now() + this.waitForConnectionMs
         if (Date.now() > deadline) {
           throw new ToolbridgeError('unavailable', `RabbitMQ at ${this.address} kept dropping the connection: ${this.scrub(err)}`, {
