@@ -13,7 +13,7 @@ import { loadProject, resolveSettings } from '../bridge/project/settings.ts'
 import { register, registrationItems, unregister } from '../bridge/trustgraph/registration.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { registerOn } from '../bridge/cli/trustgraph-commands.ts'
-import { agentToolRefusal, descriptors } from '../bridge/project/tool-services.ts'
+import { agentToolRefusal, descriptors } from '../bridge/project/descriptors.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))

@@ -4,7 +4,7 @@
  * print their TrustGraph descriptors.
  */
 import { Command, CommanderError, Option } from 'commander'
-import { descriptors } from '../project/tool-services.ts'
+import { descriptors } from '../project/descriptors.ts'
 import { isRecord, ToolbridgeError } from '../../shared/errors.ts'
 import { QUEUE_STYLES, type QueueStyle } from '../../shared/queues.ts'
 import { checkFunctions } from './check.ts'

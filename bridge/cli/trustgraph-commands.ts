@@ -5,7 +5,8 @@
  */
 import { Option, type Command } from 'commander'
 import { CONFIG_REQUEST_QUEUE } from '../../shared/config-protocol.ts'
-import type { McpEndpoint, ToolServiceSpec } from '../project/tool-services.ts'
+import type { McpEndpoint } from '../project/descriptors.ts'
+import type { ToolServiceSpec } from '../project/tool-services.ts'
 import { ToolbridgeError } from '../../shared/errors.ts'
 import { QUEUE_STYLES, type QueueStyle } from '../../shared/queues.ts'
 import { ConfigClient } from '../trustgraph/config-client.ts'
