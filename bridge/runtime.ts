@@ -2,7 +2,8 @@
  * Puts the parts together: transport, invoker, bridge and (optionally) the
  * HTTP gateway, from a project and its settings.
  */
-import { checkInFlightCap, type Project, type Settings } from './project/settings.ts'
+import type { Project } from './project/project.ts'
+import { checkInFlightCap, type Settings } from './project/settings.ts'
 import { createMetrics, type Metrics } from './support/metrics.ts'
 import { createPathScrubber } from './support/host-paths.ts'
 import { createBridge, type Bridge } from './core/bridge.ts'

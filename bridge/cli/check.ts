@@ -5,7 +5,8 @@
  * looked for on disk; HTTP functions have their configuration checked,
  * since only a call would tell more and a call could run the function.
  */
-import type { Project, Settings } from '../project/settings.ts'
+import type { Project } from '../project/project.ts'
+import type { Settings } from '../project/settings.ts'
 import { functionState, lambdaClient, type LambdaAccess } from '../invokers/lambda-functions.ts'
 import { resolveHandler } from '../invokers/run-handler.ts'
 import { HttpInvoker } from '../invokers/http.ts'
