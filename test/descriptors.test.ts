@@ -108,8 +108,7 @@ describe('readToolServices', () => {
     expect(DEFAULT_TIMEOUT_SECONDS).toBe(30)
     expect(spec).toStrictEqual({
       functionName: 'joke',
-      handler: 'functions/joke/handler.handler',
-      lambdaName: 'joke',
+      location: { kind: 'handler', handler: 'functions/joke/handler.handler', lambdaName: 'joke' },
       id: 'joke-service',
       topic: 'joke',
       requestQueue: 'request:tg:joke',
