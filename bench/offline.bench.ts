@@ -96,6 +96,8 @@ const COLUMNS: Column<Row>[] = [
 
 async function main(): Promise<void> {
   const { project, spec, request, event } = loadJokeTool()
+  if (spec.location.kind !== 'handler') throw new Error(`"${spec.functionName}" must be a function of serverless.yml`)
+  const { lambdaName } = spec.location
   const offline = await startOffline()
   console.log(`serverless-offline ready in ${Math.round(offline.startupMs)} ms at ${offline.endpoint}`)
   const machine = machineInfo({ serverlessOffline: '14' })
@@ -111,7 +113,7 @@ async function main(): Promise<void> {
   const payload = Buffer.from(JSON.stringify(event))
   const utf8 = new TextDecoder()
   const direct: Call = async () => {
-    const out = await lambda.send(new InvokeCommand({ FunctionName: spec.lambdaName, Payload: payload }), {
+    const out = await lambda.send(new InvokeCommand({ FunctionName: lambdaName, Payload: payload }), {
       abortSignal: AbortSignal.timeout(CALL_TIMEOUT_MS),
     })
     if (out.FunctionError) throw new Error(`function error: ${utf8.decode(out.Payload)}`)

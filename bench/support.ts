@@ -9,7 +9,8 @@ import os from 'node:os'
 import { dirname, relative, resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
-import { INVOKERS, loadProject, type InvokerKind } from '../bridge/project/settings.ts'
+import { loadProject } from '../bridge/project/project.ts'
+import { INVOKERS, type InvokerKind } from '../bridge/project/settings.ts'
 import { decodeRequest, encodeRequest } from '../shared/protocol.ts'
 
 /** The project's root directory. */

@@ -2,19 +2,14 @@
  * Puts the parts together: transport, invoker, bridge and (optionally) the
  * HTTP gateway, from a project and its settings.
  */
-import { checkInFlightCap, type Project, type Settings } from './project/settings.ts'
+import type { Project } from './project/project.ts'
+import { checkInFlightCap, type Settings } from './project/settings.ts'
 import { createMetrics, type Metrics } from './support/metrics.ts'
 import { createPathScrubber } from './support/host-paths.ts'
 import { createBridge, type Bridge } from './core/bridge.ts'
 import { startConfigService, type ConfigService } from './trustgraph/config-service.ts'
 import { startGateway, type Gateway } from './http/gateway.ts'
-import { ExternalLambdaInvoker } from './invokers/external-lambda.ts'
-import { HttpInvoker } from './invokers/http.ts'
-import { InProcessInvoker } from './invokers/in-process.ts'
-import type { Invoker } from './invokers/invoker.ts'
-import { LambdaInvoker } from './invokers/lambda.ts'
-import { WorkerThreadInvoker } from './invokers/local.ts'
-import { RoutingInvoker } from './invokers/router.ts'
+import { LocationInvoker } from './invokers/invoker-for-location.ts'
 import { silentLogger, type Logger } from './support/logger.ts'
 import { createTransport } from './transports/create-transport.ts'
 import { MemoryBroker } from './transports/memory/memory-transport.ts'
@@ -30,36 +25,6 @@ export interface Runtime {
   /** Makes another connection to the same broker, for clients. */
   connectClient(): Promise<Transport>
   stop(): Promise<void>
-}
-
-export function createInvoker(settings: Pick<Settings, 'invoker' | 'lambda'>, baseDir: string, logger: Logger = silentLogger): Invoker {
-  switch (settings.invoker) {
-    case 'in-process':
-      return new InProcessInvoker(baseDir)
-    case 'local':
-      return new WorkerThreadInvoker(baseDir)
-    case 'lambda':
-      return new LambdaInvoker({ ...settings.lambda, logger })
-  }
-}
-
-/**
- * The bridge's invoker for a project: HTTP functions (`url:`) and someone
- * else's Lambda functions (`function:`) each go to their own invoker, the
- * functions of serverless.yml to the one `settings.invoker` names.
- */
-export function createProjectInvoker(project: Project, settings: Settings, logger: Logger = silentLogger): Invoker {
-  const own = createInvoker(settings, project.baseDir, logger)
-  const { services } = project
-  const http = services.some((s) => s.http) ? new HttpInvoker(services, { env: settings.env, logger }) : undefined
-  const external = services.some((s) => s.external) ? new ExternalLambdaInvoker(services, settings.lambda, logger) : undefined
-  if (!http && !external) return own
-  const routes = new Map<string, Invoker>()
-  for (const spec of services) {
-    if (spec.http) routes.set(spec.functionName, http!)
-    else if (spec.external) routes.set(spec.functionName, external!)
-  }
-  return new RoutingInvoker(routes, own)
 }
 
 export async function startRuntime(
@@ -78,7 +43,7 @@ export async function startRuntime(
   })
   const bridge = createBridge({
     transport,
-    invoker: createProjectInvoker(project, settings, logger),
+    invoker: new LocationInvoker({ settings, baseDir: project.baseDir, logger }),
     services: project.services,
     logger,
     drainTimeoutMs: settings.drainTimeoutMs,

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import { ConfigError } from '../shared/errors.ts'
-import { DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_SECONDS, descriptors, readToolServices, type ToolServiceSpec } from '../bridge/project/tool-services.ts'
+import { descriptors } from '../bridge/project/descriptors.ts'
+import { DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_SECONDS, readToolServices, type ToolServiceSpec } from '../bridge/project/tool-services.ts'
 
 const repoServerless = (): unknown => parse(readFileSync(new URL('../serverless.yml', import.meta.url), 'utf8'))
 
@@ -107,8 +108,7 @@ describe('readToolServices', () => {
     expect(DEFAULT_TIMEOUT_SECONDS).toBe(30)
     expect(spec).toStrictEqual({
       functionName: 'joke',
-      handler: 'functions/joke/handler.handler',
-      lambdaName: 'joke',
+      location: { kind: 'handler', handler: 'functions/joke/handler.handler', lambdaName: 'joke' },
       id: 'joke-service',
       topic: 'joke',
       requestQueue: 'request:tg:joke',

@@ -12,9 +12,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createBridge, type Bridge } from '../bridge/core/bridge.ts'
 import { HttpInvoker, retryAfterMs } from '../bridge/invokers/http.ts'
 import type { Outcome } from '../bridge/invokers/invoker.ts'
+import { LocationInvoker } from '../bridge/invokers/invoker-for-location.ts'
 import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory/memory-transport.ts'
+import { resolveSettings } from '../bridge/project/settings.ts'
 import { readToolServices, type ToolServiceSpec } from '../bridge/project/tool-services.ts'
 import { decodeResponse, encodeRequest, ID_PROPERTY, type ToolResponse } from '../shared/protocol.ts'
+import { locatedAt } from './support/located.ts'
 
 interface Seen {
   method: string
@@ -83,11 +86,11 @@ describe('HttpInvoker, called directly', () => {
     })
   let invoker: HttpInvoker
   let all: ToolServiceSpec[]
-  const spec = (key: string) => all.find((s) => s.functionName === key)!
+  const spec = (key: string) => locatedAt(all.find((s) => s.functionName === key)!, 'http')
 
   beforeAll(() => {
     all = specs()
-    invoker = new HttpInvoker(all, { env: { HTTP_TEST_TOKEN: 'Bearer s3cret' }, retry: { initialRetryTime: 5, maxRetryTime: 20 } })
+    invoker = new HttpInvoker({ env: { HTTP_TEST_TOKEN: 'Bearer s3cret' }, retry: { initialRetryTime: 5, maxRetryTime: 20 } })
   })
   afterAll(() => invoker.close())
 
@@ -112,7 +115,7 @@ describe('HttpInvoker, called directly', () => {
   })
 
   it('reports a missing secret at prepare and on every call, without calling', async () => {
-    const bare = new HttpInvoker(all, { env: {} })
+    const bare = new HttpInvoker({ env: {} })
     expect(await bare.prepare(spec('plain'))).toBe('environment variable HTTP_TEST_TOKEN (for header authorization) not set')
     expect((await bare.invoke({ target: spec('plain'), event: {}, onChunk: () => {} })).ok).toBe(false)
     expect(seen).toHaveLength(0)
@@ -171,8 +174,9 @@ describe('HttpInvoker, called directly', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
     const port = (closed.address() as AddressInfo).port
     await new Promise<void>((resolve) => closed.close(() => resolve()))
-    const nowhere = new HttpInvoker(services({ gone: { url: `http://127.0.0.1:${port}/x` } }), { env: {}, retry: { initialRetryTime: 1, maxRetryTime: 2 } })
-    const outcome = await nowhere.invoke({ target: { ...spec('plain'), functionName: 'gone' }, event: {}, onChunk: () => {} })
+    const nowhere = new HttpInvoker({ env: {}, retry: { initialRetryTime: 1, maxRetryTime: 2 } })
+    const gone = locatedAt(services({ gone: { url: `http://127.0.0.1:${port}/x` } })[0]!, 'http')
+    const outcome = await nowhere.invoke({ target: gone, event: {}, onChunk: () => {} })
     expect(outcome).toMatchObject({ ok: false, kind: 'unavailable', message: expect.stringMatching(/ECONNREFUSED/) })
     await nowhere.close()
   })
@@ -264,7 +268,7 @@ describe('an HTTP function through the bridge', () => {
   beforeAll(async () => {
     const broker = new MemoryBroker()
     spec = services({ story: { url: `${base}/story`, response: 'stream', event: 'arguments' } })[0]!
-    bridge = createBridge({ transport: new MemoryTransport(broker), invoker: new HttpInvoker([spec], { env: {} }), services: [spec] })
+    bridge = createBridge({ transport: new MemoryTransport(broker), invoker: new LocationInvoker({ settings: resolveSettings({}, {}), baseDir: process.cwd() }), services: [spec] })
     await bridge.start()
     client = new MemoryTransport(broker)
     await client.connect()

@@ -14,9 +14,11 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { stringify as toYaml } from 'yaml'
 import { createBridge, type Bridge } from '../bridge/core/bridge.ts'
-import { INVOKERS, resolveSettings, type Project } from '../bridge/project/settings.ts'
+import type { Project } from '../bridge/project/project.ts'
+import { INVOKERS, resolveSettings } from '../bridge/project/settings.ts'
 import type { FunctionTarget, Outcome } from '../bridge/invokers/invoker.ts'
-import { LAMBDA_MAX_REQUEST_BYTES, LambdaInvoker, type LambdaInvokerOptions } from '../bridge/invokers/lambda.ts'
+import { LAMBDA_MAX_REQUEST_BYTES, LambdaInvoker, type LambdaInvokerOptions, type OnLambda } from '../bridge/invokers/lambda.ts'
+import { LocationInvoker } from '../bridge/invokers/invoker-for-location.ts'
 import { createRetry } from '../bridge/support/retry.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory/memory-transport.ts'
@@ -26,6 +28,7 @@ import { readToolServices, type ToolServiceSpec } from '../bridge/project/tool-s
 import { defineToolService, lambdaStreaming } from '../shared/handler.ts'
 import { decodeResponse, encodeRequest, ID_PROPERTY, type ToolRequest, type ToolResponse } from '../shared/protocol.ts'
 import { FakeLambda, reply } from './support/fake-lambda.ts'
+import { locatedAt } from './support/located.ts'
 
 // The SDK must never look for credentials on the network (instance metadata).
 process.env.AWS_EC2_METADATA_DISABLED = 'true'
@@ -61,8 +64,8 @@ const SERVERLESS = {
 }
 
 const SERVICES = readToolServices(SERVERLESS)
-const ECHO = SERVICES.find((s) => s.id === 'lambda-echo-service')!
-const STORY = SERVICES.find((s) => s.id === 'lambda-story-service')!
+const ECHO = locatedAt(SERVICES.find((s) => s.id === 'lambda-echo-service')!, 'handler')
+const STORY = locatedAt(SERVICES.find((s) => s.id === 'lambda-story-service')!, 'handler')
 const PROJECT: Project = { baseDir: ROOT, services: SERVICES }
 
 const event = (args: Record<string, unknown> = {}): ToolRequest => ({ user: 'alice', config: {}, arguments: args })
@@ -84,10 +87,10 @@ afterEach(() => fake.reset())
 
 describe('the Lambda function name', () => {
   it('is `name:` when set, else <service>-<stage>-<key> (stage dev by default)', () => {
-    expect(ECHO.lambdaName).toBe('lambda-fixture-test-echo')
-    expect(STORY.lambdaName).toBe('story-fn')
+    expect(ECHO.location.lambdaName).toBe('lambda-fixture-test-echo')
+    expect(STORY.location.lambdaName).toBe('story-fn')
     const noStage = { ...SERVERLESS, provider: { name: 'aws' } }
-    expect(readToolServices(noStage).find((s) => s.functionName === 'echo')!.lambdaName).toBe('lambda-fixture-dev-echo')
+    expect(locatedAt(readToolServices(noStage).find((s) => s.functionName === 'echo')!, 'handler').location.lambdaName).toBe('lambda-fixture-dev-echo')
   })
 })
 
@@ -156,7 +159,7 @@ describe('LambdaInvoker, called directly', () => {
     await invoker.close()
   })
 
-  async function invoke(target: FunctionTarget, args: Record<string, unknown> = {}): Promise<{ outcome: Outcome; chunks: string[] }> {
+  async function invoke(target: FunctionTarget<OnLambda>, args: Record<string, unknown> = {}): Promise<{ outcome: Outcome; chunks: string[] }> {
     const chunks: string[] = []
     const outcome = await invoker.invoke({ target, event: event(args), onChunk: (text) => chunks.push(text) })
     return { outcome, chunks }
@@ -181,7 +184,7 @@ describe('LambdaInvoker, called directly', () => {
   })
 
   it('calls the deployed name with the event as payload, and a string result is the text', async () => {
-    fake.script(ECHO.lambdaName, reply.result('Hey alice'))
+    fake.script(ECHO.location.lambdaName, reply.result('Hey alice'))
     const { outcome } = await invoke(ECHO, { text: 'hi' })
     expect(outcome).toStrictEqual({ ok: true, text: 'Hey alice' })
     expect(fake.calls).toHaveLength(1)
@@ -190,14 +193,14 @@ describe('LambdaInvoker, called directly', () => {
   })
 
   it('answers any other JSON value with its JSON text', async () => {
-    fake.script(ECHO.lambdaName, reply.result({ a: 1, b: [true, null] }), reply.result(42), reply.result(null))
+    fake.script(ECHO.location.lambdaName, reply.result({ a: 1, b: [true, null] }), reply.result(42), reply.result(null))
     expect((await invoke(ECHO)).outcome).toStrictEqual({ ok: true, text: '{"a":1,"b":[true,null]}' })
     expect((await invoke(ECHO)).outcome).toStrictEqual({ ok: true, text: '42' })
     expect((await invoke(ECHO)).outcome).toStrictEqual({ ok: true, text: 'null' })
   })
 
   it('turns a FunctionError into errorType and errorMessage, without the trace', async () => {
-    fake.script(ECHO.lambdaName, reply.functionError('TypeError', 'x is undefined'), reply.functionError('Error', 'boom', 'Handled'))
+    fake.script(ECHO.location.lambdaName, reply.functionError('TypeError', 'x is undefined'), reply.functionError('Error', 'boom', 'Handled'))
     const unhandled = await invoke(ECHO)
     expect(unhandled.outcome).toStrictEqual({ ok: false, kind: 'function-error', message: 'TypeError: x is undefined' })
     expect(JSON.stringify(unhandled.outcome)).not.toContain('secretFrame')
@@ -206,13 +209,13 @@ describe('LambdaInvoker, called directly', () => {
   })
 
   it("keeps the authoring helper's error kinds (invalid arguments, missing config)", async () => {
-    fake.script(ECHO.lambdaName, reply.functionError('InvalidArgumentsError', '"text" must be a string'), reply.functionError('MissingConfigError', 'no "style"'))
+    fake.script(ECHO.location.lambdaName, reply.functionError('InvalidArgumentsError', '"text" must be a string'), reply.functionError('MissingConfigError', 'no "style"'))
     expect((await invoke(ECHO)).outcome).toStrictEqual({ ok: false, kind: 'invalid-arguments', message: '"text" must be a string' })
     expect((await invoke(ECHO)).outcome).toStrictEqual({ ok: false, kind: 'missing-config', message: 'no "style"' })
   })
 
   it("reports Lambda's own timeout (Task timed out) as a timeout", async () => {
-    fake.script(ECHO.lambdaName, {
+    fake.script(ECHO.location.lambdaName, {
       type: 'payload',
       functionError: 'Unhandled',
       body: JSON.stringify({ errorType: 'Sandbox.Timedout', errorMessage: 'RequestId: 1 Error: Task timed out after 1.00 seconds' }),
@@ -221,7 +224,7 @@ describe('LambdaInvoker, called directly', () => {
   })
 
   it("reports Lambda's refusal of a result over 6 MB as too-large", async () => {
-    fake.script(ECHO.lambdaName, {
+    fake.script(ECHO.location.lambdaName, {
       type: 'payload',
       functionError: 'Unhandled',
       body: JSON.stringify({ errorType: 'Function.ResponseSizeTooLarge', errorMessage: 'Response payload size exceeded maximum allowed payload size (6291556 bytes).' }),
@@ -230,13 +233,13 @@ describe('LambdaInvoker, called directly', () => {
   })
 
   it('retries throttling (429) and then answers', async () => {
-    fake.script(ECHO.lambdaName, reply.throttle(), reply.throttle(0), reply.result('at last'))
+    fake.script(ECHO.location.lambdaName, reply.throttle(), reply.throttle(0), reply.result('at last'))
     expect((await invoke(ECHO)).outcome).toStrictEqual({ ok: true, text: 'at last' })
     expect(fake.calls).toHaveLength(3)
   })
 
   it('gives up with an error once throttling outlasts the retry window', async () => {
-    fake.script(ECHO.lambdaName, reply.throttle())
+    fake.script(ECHO.location.lambdaName, reply.throttle())
     const { outcome } = await invoke(ECHO)
     expect(outcome).toMatchObject({ ok: false, kind: 'unavailable' })
     expect(outcome.ok || outcome.message).toMatch(/throttled.*TooManyRequestsException/)
@@ -244,27 +247,27 @@ describe('LambdaInvoker, called directly', () => {
   })
 
   it('honours retryAfterSeconds: one past the window ends the retries at once', async () => {
-    fake.script(ECHO.lambdaName, reply.throttle(3600), reply.result('never asked'))
+    fake.script(ECHO.location.lambdaName, reply.throttle(3600), reply.result('never asked'))
     const { outcome } = await invoke(ECHO)
     expect(outcome).toMatchObject({ ok: false, kind: 'unavailable' })
     expect(fake.calls).toHaveLength(1)
   })
 
   it("retries Lambda's 5xx, with a JSON or an HTML body", async () => {
-    fake.script(ECHO.lambdaName, reply.serviceError(500), reply.serviceError(502), reply.result('fine'))
+    fake.script(ECHO.location.lambdaName, reply.serviceError(500), reply.serviceError(502), reply.result('fine'))
     expect((await invoke(ECHO)).outcome).toStrictEqual({ ok: true, text: 'fine' })
     expect(fake.calls).toHaveLength(3)
   })
 
   it('gives up on 5xx past the window', async () => {
-    fake.script(ECHO.lambdaName, reply.serviceError(503))
+    fake.script(ECHO.location.lambdaName, reply.serviceError(503))
     const { outcome } = await invoke(ECHO)
     expect(outcome).toMatchObject({ ok: false, kind: 'unavailable' })
     expect(outcome.ok || outcome.message).toMatch(/failing.*HTTP 503/)
   })
 
   it('retries a reset connection a bounded number of times, then answers with an error', async () => {
-    fake.script(ECHO.lambdaName, reply.reset())
+    fake.script(ECHO.location.lambdaName, reply.reset())
     const { outcome } = await invoke(ECHO)
     expect(outcome).toMatchObject({ ok: false, kind: 'unavailable' })
     expect(outcome.ok || outcome.message).toMatch(/3 network failures/)
@@ -272,7 +275,7 @@ describe('LambdaInvoker, called directly', () => {
   })
 
   it('recovers from one reset connection', async () => {
-    fake.script(ECHO.lambdaName, reply.reset(), reply.result('again'))
+    fake.script(ECHO.location.lambdaName, reply.reset(), reply.result('again'))
     expect((await invoke(ECHO)).outcome).toStrictEqual({ ok: true, text: 'again' })
   })
 
@@ -288,14 +291,14 @@ describe('LambdaInvoker, called directly', () => {
   })
 
   it('does not retry a missing function', async () => {
-    const { outcome } = await invoke({ ...ECHO, lambdaName: 'no-such-function' })
+    const { outcome } = await invoke({ ...ECHO, location: { ...ECHO.location, lambdaName: 'no-such-function' } })
     expect(outcome).toMatchObject({ ok: false, kind: 'unavailable' })
     expect(outcome.ok || outcome.message).toMatch(/ResourceNotFoundException/)
     expect(fake.calls).toHaveLength(1)
   })
 
   it("refuses a request over Lambda's 6 MB limit without calling", async () => {
-    fake.script(ECHO.lambdaName, reply.result('should not be called'))
+    fake.script(ECHO.location.lambdaName, reply.result('should not be called'))
     const { outcome } = await invoke(ECHO, { text: 'x'.repeat(LAMBDA_MAX_REQUEST_BYTES) })
     expect(outcome).toMatchObject({ ok: false, kind: 'too-large' })
     expect(outcome.ok || outcome.message).toMatch(/was not called/)
@@ -303,7 +306,7 @@ describe('LambdaInvoker, called directly', () => {
   })
 
   it('times out a call that outlives the function timeout, without retrying it', async () => {
-    fake.script(ECHO.lambdaName, reply.hang())
+    fake.script(ECHO.location.lambdaName, reply.hang())
     const { outcome } = await invoke({ ...ECHO, timeoutMs: 200 })
     expect(outcome).toStrictEqual({ ok: false, kind: 'timeout', message: 'function "lambda-fixture-test-echo" timed out after 200 ms' })
     expect(fake.calls).toHaveLength(1)
@@ -311,7 +314,7 @@ describe('LambdaInvoker, called directly', () => {
 
   it('streams: InvokeWithResponseStream, each PayloadChunk handed on as it arrives', async () => {
     const chunks: string[] = []
-    fake.script(STORY.lambdaName, reply.stream(['Once ', 'upon ', () => until(() => chunks.length === 2), 'a time.']))
+    fake.script(STORY.location.lambdaName, reply.stream(['Once ', 'upon ', () => until(() => chunks.length === 2), 'a time.']))
     const outcome = await invoker.invoke({ target: STORY, event: event(), onChunk: (text) => chunks.push(text) })
     expect(outcome).toStrictEqual({ ok: true, text: '' })
     expect(chunks).toStrictEqual(['Once ', 'upon ', 'a time.'])
@@ -320,14 +323,14 @@ describe('LambdaInvoker, called directly', () => {
 
   it('streams a character split across two PayloadChunks whole', async () => {
     const bytes = Buffer.from('é…')
-    fake.script(STORY.lambdaName, reply.stream([bytes.subarray(0, 1), bytes.subarray(1, 3), bytes.subarray(3)]))
+    fake.script(STORY.location.lambdaName, reply.stream([bytes.subarray(0, 1), bytes.subarray(1, 3), bytes.subarray(3)]))
     const { outcome, chunks } = await invoke(STORY)
     expect(outcome.ok).toBe(true)
     expect(chunks.join('')).toBe('é…')
   })
 
   it('ends with an error after the chunks when InvokeComplete has an ErrorCode', async () => {
-    fake.script(STORY.lambdaName, reply.stream(['one ', 'two '], { code: 'Error', details: 'the muse left' }))
+    fake.script(STORY.location.lambdaName, reply.stream(['one ', 'two '], { code: 'Error', details: 'the muse left' }))
     const { outcome, chunks } = await invoke(STORY)
     expect(chunks).toStrictEqual(['one ', 'two '])
     expect(outcome).toStrictEqual({ ok: false, kind: 'function-error', message: 'the muse left' })
@@ -335,13 +338,13 @@ describe('LambdaInvoker, called directly', () => {
 
   it('reads ErrorDetails given as Lambda error JSON, dropping its trace', async () => {
     const details = JSON.stringify({ errorType: 'RangeError', errorMessage: 'too far', trace: ['RangeError: too far', '    at secretFrame'] })
-    fake.script(STORY.lambdaName, reply.stream(['x'], { code: 'Unhandled', details }))
+    fake.script(STORY.location.lambdaName, reply.stream(['x'], { code: 'Unhandled', details }))
     const { outcome } = await invoke(STORY)
     expect(outcome).toStrictEqual({ ok: false, kind: 'function-error', message: 'RangeError: too far' })
   })
 
   it('retries a throttled stream before it starts', async () => {
-    fake.script(STORY.lambdaName, reply.throttle(), reply.stream(['ok']))
+    fake.script(STORY.location.lambdaName, reply.throttle(), reply.stream(['ok']))
     const { outcome, chunks } = await invoke(STORY)
     expect(outcome.ok).toBe(true)
     expect(chunks).toStrictEqual(['ok'])
@@ -351,7 +354,7 @@ describe('LambdaInvoker, called directly', () => {
   it('never retries a stream that broke off after chunks went out', async () => {
     const chunks: string[] = []
     // The connection drops once the first chunk has been handed on.
-    fake.script(STORY.lambdaName, { type: 'stream', steps: ['half ', () => until(() => chunks.length === 1)], complete: false }, reply.stream(['whole']))
+    fake.script(STORY.location.lambdaName, { type: 'stream', steps: ['half ', () => until(() => chunks.length === 1)], complete: false }, reply.stream(['whole']))
     const outcome = await invoker.invoke({ target: STORY, event: event(), onChunk: (text) => chunks.push(text) })
     expect(chunks).toStrictEqual(['half '])
     expect(outcome).toMatchObject({ ok: false, kind: 'unavailable' })
@@ -360,7 +363,7 @@ describe('LambdaInvoker, called directly', () => {
   })
 
   it('times out a stream that stalls', async () => {
-    fake.script(STORY.lambdaName, reply.stream(['start ', () => new Promise(() => {})]))
+    fake.script(STORY.location.lambdaName, reply.stream(['start ', () => new Promise(() => {})]))
     const { outcome, chunks } = await invoke({ ...STORY, timeoutMs: 200 })
     expect(chunks).toStrictEqual(['start '])
     expect(outcome).toMatchObject({ ok: false, kind: 'timeout' })
@@ -369,7 +372,7 @@ describe('LambdaInvoker, called directly', () => {
   it('falls back to Invoke, for good, on an endpoint without InvokeWithResponseStream (serverless-offline)', async () => {
     const offline = new LambdaInvoker(options())
     try {
-      fake.script(STORY.lambdaName, (call) => (call.streaming ? reply.notFound() : reply.result('the whole story')))
+      fake.script(STORY.location.lambdaName, (call) => (call.streaming ? reply.notFound() : reply.result('the whole story')))
       const chunks: string[] = []
       const first = await offline.invoke({ target: STORY, event: event(), onChunk: (text) => chunks.push(text) })
       expect(first).toStrictEqual({ ok: true, text: 'the whole story' })
@@ -383,7 +386,7 @@ describe('LambdaInvoker, called directly', () => {
 
   it('ends calls in flight when closed', async () => {
     const closing = new LambdaInvoker(options())
-    fake.script(ECHO.lambdaName, reply.hang())
+    fake.script(ECHO.location.lambdaName, reply.hang())
     const pending = closing.invoke({ target: { ...ECHO, timeoutMs: 30_000 }, event: event(), onChunk: () => {} })
     await until(() => fake.calls.length === 1)
     await closing.close()
@@ -454,18 +457,18 @@ describe('the bridge with the lambda invoker, on the embedded broker', () => {
   }
 
   it('answers with the string result in one message', async () => {
-    fake.script(ECHO.lambdaName, reply.result('Hey alice'))
+    fake.script(ECHO.location.lambdaName, reply.result('Hey alice'))
     expect(only(await request(ECHO, { text: 'hi' }))).toStrictEqual({ error: null, response: 'Hey alice', end_of_stream: true })
     expect(JSON.parse(fake.calls[0]!.payload.toString())).toStrictEqual(event({ text: 'hi' }))
   })
 
   it('answers with the JSON text of any other value', async () => {
-    fake.script(ECHO.lambdaName, reply.result({ sum: 3 }))
+    fake.script(ECHO.location.lambdaName, reply.result({ sum: 3 }))
     expect(only(await request(ECHO))).toStrictEqual({ error: null, response: '{"sum":3}', end_of_stream: true })
   })
 
   it('sends a FunctionError as error type and message, with no trace on the wire', async () => {
-    fake.script(ECHO.lambdaName, reply.functionError('Oops', 'bad input'))
+    fake.script(ECHO.location.lambdaName, reply.functionError('Oops', 'bad input'))
     const messages = await request(ECHO)
     expect(only(messages)).toStrictEqual({
       error: { type: 'tool-service-error', message: 'Oops: bad input' },
@@ -476,37 +479,37 @@ describe('the bridge with the lambda invoker, on the embedded broker', () => {
   })
 
   it('sends invalid arguments reported by the function with their own type', async () => {
-    fake.script(ECHO.lambdaName, reply.functionError('InvalidArgumentsError', '"text" must be a string'))
+    fake.script(ECHO.location.lambdaName, reply.functionError('InvalidArgumentsError', '"text" must be a string'))
     expect(only(await request(ECHO)).error).toStrictEqual({ type: 'invalid-arguments', message: '"text" must be a string' })
   })
 
   it('retries throttling, then answers', async () => {
-    fake.script(ECHO.lambdaName, reply.throttle(), reply.result('after the storm'))
+    fake.script(ECHO.location.lambdaName, reply.throttle(), reply.result('after the storm'))
     expect(only(await request(ECHO)).response).toBe('after the storm')
     expect(fake.calls).toHaveLength(2)
   })
 
   it('answers with an error once throttling outlasts the window', async () => {
-    fake.script(ECHO.lambdaName, reply.throttle())
+    fake.script(ECHO.location.lambdaName, reply.throttle())
     const response = only(await request(ECHO))
     expect(response.error?.type).toBe('unavailable')
     expect(response.error?.message).toMatch(/throttled/)
   })
 
   it('retries 5xx, then answers', async () => {
-    fake.script(ECHO.lambdaName, reply.serviceError(502), reply.result('recovered'))
+    fake.script(ECHO.location.lambdaName, reply.serviceError(502), reply.result('recovered'))
     expect(only(await request(ECHO)).response).toBe('recovered')
   })
 
   it('answers with an error after a bounded number of network failures', async () => {
-    fake.script(ECHO.lambdaName, reply.reset())
+    fake.script(ECHO.location.lambdaName, reply.reset())
     const response = only(await request(ECHO))
     expect(response.error?.type).toBe('unavailable')
     expect(fake.calls).toHaveLength(3)
   })
 
   it('answers a call past the function timeout with a timeout error', async () => {
-    fake.script(ECHO.lambdaName, reply.hang())
+    fake.script(ECHO.location.lambdaName, reply.hang())
     expect(only(await request(ECHO)).error).toStrictEqual({
       type: 'timeout',
       message: 'function "lambda-fixture-test-echo" timed out after 1000 ms',
@@ -517,7 +520,7 @@ describe('the bridge with the lambda invoker, on the embedded broker', () => {
     const id = randomUUID()
     const tap = taps.get(STORY.id)!
     // The fake holds back the rest until the first two chunks are on the response queue.
-    fake.script(STORY.lambdaName, reply.stream(['Once ', 'upon ', () => until(() => tap.messages(id).length === 2), 'a time.']))
+    fake.script(STORY.location.lambdaName, reply.stream(['Once ', 'upon ', () => until(() => tap.messages(id).length === 2), 'a time.']))
     const messages = await request(STORY, {}, id)
     expect(messages.map((m) => m.response)).toStrictEqual([
       { error: null, response: 'Once ', end_of_stream: false },
@@ -528,7 +531,7 @@ describe('the bridge with the lambda invoker, on the embedded broker', () => {
   })
 
   it('sends an InvokeComplete ErrorCode as an error after the chunks', async () => {
-    fake.script(STORY.lambdaName, reply.stream(['one ', 'two '], { code: 'Error', details: 'the muse left' }))
+    fake.script(STORY.location.lambdaName, reply.stream(['one ', 'two '], { code: 'Error', details: 'the muse left' }))
     const messages = await request(STORY)
     expect(messages.map((m) => m.response)).toStrictEqual([
       { error: null, response: 'one ', end_of_stream: false },
@@ -552,7 +555,7 @@ describe('the bridge refuses a request over 6 MB for Lambda', () => {
     const broker = new MemoryBroker()
     bridge = createBridge({
       transport: new RoomyTransport(broker),
-      invoker: new LambdaInvoker({ endpoint: fake.url, region: 'us-east-1', dummyCredentials: true }),
+      invoker: new LocationInvoker({ settings: resolveSettings({ invoker: 'lambda', lambdaEndpoint: fake.url }, {}), baseDir: ROOT }),
       services: [ECHO],
     })
     await bridge.start()
@@ -567,7 +570,7 @@ describe('the bridge refuses a request over 6 MB for Lambda', () => {
   })
 
   it('with a too-large error, without calling the function', async () => {
-    fake.script(ECHO.lambdaName, reply.result('should not be called'))
+    fake.script(ECHO.location.lambdaName, reply.result('should not be called'))
     const id = randomUUID()
     const big = encodeRequest({ config: {}, arguments: { text: 'x'.repeat(LAMBDA_MAX_REQUEST_BYTES + 1) } })
     await client.publish(ECHO.requestQueue, big, { [ID_PROPERTY]: id })
@@ -588,7 +591,7 @@ describe('toolbridge invoke --invoker lambda --lambda-endpoint', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
   it('calls the function on the endpoint with no AWS credentials in the environment', async () => {
-    fake.script(ECHO.lambdaName, (call) => reply.result(`you said ${JSON.parse(call.payload.toString()).arguments.text}`))
+    fake.script(ECHO.location.lambdaName, (call) => reply.result(`you said ${JSON.parse(call.payload.toString()).arguments.text}`))
     const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_') && !key.startsWith('AWS_')))
     const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       execFile(
@@ -600,7 +603,7 @@ describe('toolbridge invoke --invoker lambda --lambda-endpoint', () => {
     })
     expect(run.stderr).toBe('')
     expect(run).toMatchObject({ code: 0, stdout: 'you said hello\n' })
-    expect(fake.callsTo(ECHO.lambdaName)).toHaveLength(1)
+    expect(fake.callsTo(ECHO.location.lambdaName)).toHaveLength(1)
   })
 })
 

@@ -12,7 +12,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RequestClient, ToolCallError } from '../bridge/trustgraph/request-client.ts'
-import { loadProject, resolveSettings } from '../bridge/project/settings.ts'
+import { loadProject } from '../bridge/project/project.ts'
+import { resolveSettings } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))

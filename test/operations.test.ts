@@ -7,7 +7,8 @@
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RequestClient, ToolCallError } from '../bridge/trustgraph/request-client.ts'
-import { loadProject, resolveSettings, type SettingFlags } from '../bridge/project/settings.ts'
+import { loadProject } from '../bridge/project/project.ts'
+import { resolveSettings, type SettingFlags } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { encodeRequest, ID_PROPERTY } from '../shared/protocol.ts'
 

@@ -9,11 +9,12 @@ import { execFile, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ConfigClient } from '../bridge/trustgraph/config-client.ts'
-import { loadProject, resolveSettings } from '../bridge/project/settings.ts'
+import { loadProject } from '../bridge/project/project.ts'
+import { resolveSettings } from '../bridge/project/settings.ts'
 import { register, registrationItems, unregister } from '../bridge/trustgraph/registration.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { registerOn } from '../bridge/cli/trustgraph-commands.ts'
-import { agentToolRefusal, descriptors } from '../bridge/project/tool-services.ts'
+import { agentToolRefusal, descriptors } from '../bridge/project/descriptors.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))

@@ -12,11 +12,13 @@
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RequestClient, ToolCallError, type ToolCall } from '../bridge/trustgraph/request-client.ts'
-import { loadProject, resolveSettings, type SettingFlags } from '../bridge/project/settings.ts'
+import { loadProject } from '../bridge/project/project.ts'
+import { resolveSettings, type SettingFlags } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { MemoryBroker } from '../bridge/transports/memory/memory-transport.ts'
 import { ROOT } from '../scripts/sls.ts'
 import { FakeLambda } from './support/fake-lambda.ts'
+import { locatedAt } from './support/located.ts'
 import { loadPackagedFunction } from './support/lambda-runtime.ts'
 import { packageFunctions, startOffline, type Offline, type Packaged } from '../scripts/offline.ts'
 
@@ -103,8 +105,9 @@ describe('one function, three places', () => {
   beforeAll(async () => {
     ;[offline, packaged, lambda] = await Promise.all([startOffline(), packageFunctions(), FakeLambda.start()])
     for (const spec of PROJECT.services) {
-      const fn = await loadPackagedFunction(join(packaged.dir, `${spec.functionName}.zip`), spec.handler!)
-      lambda.script(spec.lambdaName, fn.script)
+      const { location } = locatedAt(spec, 'handler')
+      const fn = await loadPackagedFunction(join(packaged.dir, `${spec.functionName}.zip`), location.handler)
+      lambda.script(location.lambdaName, fn.script)
       streamingZips.set(spec.id, fn.streaming)
     }
     await inProcess.start({ invoker: 'in-process' })

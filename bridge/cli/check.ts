@@ -5,7 +5,8 @@
  * looked for on disk; HTTP functions have their configuration checked,
  * since only a call would tell more and a call could run the function.
  */
-import type { Project, Settings } from '../project/settings.ts'
+import type { Project } from '../project/project.ts'
+import type { Settings } from '../project/settings.ts'
 import { functionState, lambdaClient, type LambdaAccess } from '../invokers/lambda-functions.ts'
 import { resolveHandler } from '../invokers/run-handler.ts'
 import { HttpInvoker } from '../invokers/http.ts'
@@ -26,24 +27,30 @@ export async function checkFunctions(project: Project, settings: Settings): Prom
     if (!client) clients.set(key, (client = lambdaClient(settings.lambda, access)))
     return client
   }
-  const http = new HttpInvoker(project.services, { env: settings.env })
+  const http = new HttpInvoker({ env: settings.env })
+  const lookUp = async (service: string, access: LambdaAccess, lambdaName: string): Promise<CheckResult> => {
+    const state = await functionState(clientFor(access), lambdaName)
+    return { service, target: lambdaName, ok: state.ok, detail: state.detail }
+  }
   try {
     return await Promise.all(
       project.services.map(async (spec): Promise<CheckResult> => {
-        if (spec.http) {
-          const problem = await http.prepare(spec)
-          return { service: spec.id, target: `${spec.http.method} ${spec.http.url}`, ok: !problem, detail: problem ?? 'configured (HTTP functions are not called to check them)' }
-        }
-        if (spec.external || settings.invoker === 'lambda') {
-          const state = await functionState(clientFor(spec.external ?? { region: undefined, role: undefined }), spec.lambdaName)
-          return { service: spec.id, target: spec.lambdaName, ok: state.ok, detail: state.detail }
-        }
-        try {
-          if (!spec.handler) throw new Error('it has no "handler:" in serverless.yml')
-          const { file } = resolveHandler(project.baseDir, spec.handler)
-          return { service: spec.id, target: spec.handler, ok: true, detail: `found ${file}` }
-        } catch (err) {
-          return { service: spec.id, target: spec.handler ?? spec.functionName, ok: false, detail: (err as Error).message }
+        const { location } = spec
+        switch (location.kind) {
+          case 'http': {
+            const problem = await http.prepare({ ...spec, location })
+            return { service: spec.id, target: `${location.method} ${location.url}`, ok: !problem, detail: problem ?? 'configured (HTTP functions are not called to check them)' }
+          }
+          case 'lambda':
+            return lookUp(spec.id, location, location.lambdaName)
+          case 'handler':
+            if (settings.invoker === 'lambda') return lookUp(spec.id, { region: undefined, role: undefined }, location.lambdaName)
+            try {
+              const { file } = resolveHandler(project.baseDir, location.handler)
+              return { service: spec.id, target: location.handler, ok: true, detail: `found ${file}` }
+            } catch (err) {
+              return { service: spec.id, target: location.handler, ok: false, detail: (err as Error).message }
+            }
         }
       }),
     )

@@ -4,12 +4,13 @@
  * print their TrustGraph descriptors.
  */
 import { Command, CommanderError, Option } from 'commander'
-import { descriptors } from '../project/tool-services.ts'
+import { descriptors } from '../project/descriptors.ts'
 import { isRecord, ToolbridgeError } from '../../shared/errors.ts'
 import { QUEUE_STYLES, type QueueStyle } from '../../shared/queues.ts'
 import { checkFunctions } from './check.ts'
 import { RequestClient, ToolCallError } from '../trustgraph/request-client.ts'
-import { DEFAULT_MAX_IN_FLIGHT, EMBEDDED_DEFAULT_PORT, INVOKERS, loadProject, PULSAR_CLIENTS, type PulsarSettings, resolveInvokeRoute, resolveSettings, type SettingFlags } from '../project/settings.ts'
+import { loadProject } from '../project/project.ts'
+import { DEFAULT_MAX_IN_FLIGHT, EMBEDDED_DEFAULT_PORT, INVOKERS, PULSAR_CLIENTS, type PulsarSettings, resolveInvokeRoute, resolveSettings, type SettingFlags } from '../project/settings.ts'
 import { callThroughGateway, gatewayTools } from './gateway-client.ts'
 import { createLogger, LOG_LEVELS } from '../support/logger.ts'
 import { startRuntime } from '../runtime.ts'

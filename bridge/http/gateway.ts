@@ -13,7 +13,8 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { toolDescriptor, type ToolServiceSpec } from '../project/tool-services.ts'
+import { toolDescriptor } from '../project/descriptors.ts'
+import type { ToolServiceSpec } from '../project/tool-services.ts'
 import { isRecord } from '../../shared/errors.ts'
 import { ToolCallError, ToolCallTimeoutError } from '../trustgraph/request-client.ts'
 import { bearerMatches } from './bearer.ts'

@@ -5,9 +5,9 @@
  * failed function is reported then rather than on the first request.
  */
 import type { LambdaClient } from '@aws-sdk/client-lambda'
-import type { ToolServiceSpec } from '../project/tool-services.ts'
+import type { LambdaLocation } from '../project/tool-services.ts'
 import type { LambdaSettings } from '../project/settings.ts'
-import { credentialsFor, functionState, lambdaClient, type LambdaAccess } from './lambda-functions.ts'
+import { credentialsFor, functionState, lambdaClient } from './lambda-functions.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
 import type { FunctionTarget, Invocation, Invoker, Outcome } from './invoker.ts'
 import { LambdaInvoker } from './lambda.ts'
@@ -17,42 +17,41 @@ interface Account {
   client: LambdaClient
 }
 
-export class ExternalLambdaInvoker implements Invoker {
-  /** One invoker and one lookup client per region and role. */
+export class ExternalLambdaInvoker implements Invoker<LambdaLocation> {
+  /** One invoker and one lookup client per region and role, made when a function first needs them. */
   private readonly accounts = new Map<string, Account>()
-  private readonly byFunction = new Map<string, Account>()
+  private readonly settings: LambdaSettings
+  private readonly logger: Logger
 
-  constructor(services: ToolServiceSpec[], settings: LambdaSettings, logger: Logger = silentLogger) {
-    for (const spec of services) {
-      if (!spec.external) continue
-      const access: LambdaAccess = spec.external
-      const key = `${access.region ?? ''} ${access.role ?? ''}`
-      let account = this.accounts.get(key)
-      if (!account) {
-        const region = access.region ?? settings.region
-        account = {
-          invoker: new LambdaInvoker({ ...settings, region, credentials: credentialsFor(settings, access), logger }),
-          client: lambdaClient(settings, access),
-        }
-        this.accounts.set(key, account)
-      }
-      this.byFunction.set(spec.functionName, account)
-    }
+  constructor(settings: LambdaSettings, logger: Logger = silentLogger) {
+    this.settings = settings
+    this.logger = logger
   }
 
-  async prepare(target: FunctionTarget): Promise<string | undefined> {
-    const account = this.byFunction.get(target.functionName)
-    if (!account) return `"${target.functionName}" names no Lambda "function:"`
+  private accountFor(location: LambdaLocation): Account {
+    const key = `${location.region ?? ''} ${location.role ?? ''}`
+    let account = this.accounts.get(key)
+    if (!account) {
+      const region = location.region ?? this.settings.region
+      account = {
+        invoker: new LambdaInvoker({ ...this.settings, region, credentials: credentialsFor(this.settings, location), logger: this.logger }),
+        client: lambdaClient(this.settings, location),
+      }
+      this.accounts.set(key, account)
+    }
+    return account
+  }
+
+  async prepare(target: FunctionTarget<LambdaLocation>): Promise<string | undefined> {
+    const account = this.accountFor(target.location)
     const problem = await account.invoker.prepare(target)
     if (problem) return problem
-    const state = await functionState(account.client, target.lambdaName)
-    return state.ok ? undefined : `Lambda function "${target.lambdaName}" is ${state.detail}`
+    const state = await functionState(account.client, target.location.lambdaName)
+    return state.ok ? undefined : `Lambda function "${target.location.lambdaName}" is ${state.detail}`
   }
 
-  invoke(invocation: Invocation): Promise<Outcome> {
-    const account = this.byFunction.get(invocation.target.functionName)
-    if (!account) return Promise.resolve({ ok: false, kind: 'unavailable', message: `"${invocation.target.functionName}" names no Lambda "function:"` })
-    return account.invoker.invoke(invocation)
+  invoke(invocation: Invocation<LambdaLocation>): Promise<Outcome> {
+    return this.accountFor(invocation.target.location).invoker.invoke(invocation)
   }
 
   async close(): Promise<void> {

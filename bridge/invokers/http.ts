@@ -22,7 +22,7 @@
  * - The function's timeout bounds the whole call, retries and stream included.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
-import type { ToolServiceSpec, HttpFunctionSpec } from '../project/tool-services.ts'
+import type { HttpLocation } from '../project/tool-services.ts'
 import { isRecord, isToolbridgeError, ToolbridgeError } from '../../shared/errors.ts'
 import { httpStatusOutcome, isSuccess } from './http-status.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
@@ -41,7 +41,8 @@ export interface HttpInvokerOptions {
   logger?: Logger
 }
 
-interface HttpFunction extends HttpFunctionSpec {
+/** An HTTP function's headers once the environment is read. */
+interface HttpHeaders {
   /** Every header to send, secrets included. */
   allHeaders: Record<string, string>
   /** Why it cannot be called (a header's environment variable is not set), if so. */
@@ -78,41 +79,47 @@ function networkReason(error: unknown): { code: string | undefined; message: str
   return { code, message }
 }
 
-export class HttpInvoker implements Invoker {
-  private readonly functions = new Map<string, HttpFunction>()
+export class HttpInvoker implements Invoker<HttpLocation> {
+  /** Each function's headers, its environment variables read once. */
+  private readonly headers = new WeakMap<HttpLocation, HttpHeaders>()
+  private readonly env: Record<string, string | undefined>
   private readonly retry: Retrier
   private readonly logger: Logger
   private readonly inFlight = new Set<AbortController>()
 
-  constructor(services: ToolServiceSpec[], options: HttpInvokerOptions) {
-    for (const spec of services) {
-      if (!spec.http) continue
-      const allHeaders: Record<string, string> = { 'user-agent': 'toolbridge', ...spec.http.headers }
-      const unset: string[] = []
-      for (const [header, variable] of Object.entries(spec.http.headersFromEnv)) {
-        const value = options.env[variable]
-        if (value === undefined || value === '') unset.push(`${variable} (for header ${header})`)
-        else allHeaders[header] = value
-      }
-      const problem = unset.length > 0 ? `environment variable${unset.length > 1 ? 's' : ''} ${unset.join(', ')} not set` : undefined
-      this.functions.set(spec.functionName, { ...spec.http, allHeaders, problem })
-    }
+  constructor(options: HttpInvokerOptions) {
+    this.env = options.env
     this.retry = createRetry({ ...options.retry, retries: options.retries ?? DEFAULT_HTTP_RETRIES })
     this.logger = options.logger ?? silentLogger
   }
 
-  /** Checks the configuration only: calling a function to see if it is there could run it. */
-  async prepare(target: FunctionTarget): Promise<string | undefined> {
-    const fn = this.functions.get(target.functionName)
-    if (!fn) return `"${target.functionName}" has no "url:"`
-    return fn.problem
+  private headersFor(fn: HttpLocation): HttpHeaders {
+    let headers = this.headers.get(fn)
+    if (!headers) {
+      const allHeaders: Record<string, string> = { 'user-agent': 'toolbridge', ...fn.headers }
+      const unset: string[] = []
+      for (const [header, variable] of Object.entries(fn.headersFromEnv)) {
+        const value = this.env[variable]
+        if (value === undefined || value === '') unset.push(`${variable} (for header ${header})`)
+        else allHeaders[header] = value
+      }
+      const problem = unset.length > 0 ? `environment variable${unset.length > 1 ? 's' : ''} ${unset.join(', ')} not set` : undefined
+      headers = { allHeaders, problem }
+      this.headers.set(fn, headers)
+    }
+    return headers
   }
 
-  async invoke({ target, event, onChunk }: Invocation): Promise<Outcome> {
-    const fn = this.functions.get(target.functionName)
-    if (!fn) return { ok: false, kind: 'unavailable', message: `"${target.functionName}" has no "url:"` }
-    if (fn.problem) return { ok: false, kind: 'unavailable', message: `cannot call ${fn.url}: ${fn.problem}` }
-    const request = this.requestFor(fn, event)
+  /** Checks the configuration only: calling a function to see if it is there could run it. */
+  async prepare(target: FunctionTarget<HttpLocation>): Promise<string | undefined> {
+    return this.headersFor(target.location).problem
+  }
+
+  async invoke({ target, event, onChunk }: Invocation<HttpLocation>): Promise<Outcome> {
+    const fn = target.location
+    const { allHeaders, problem } = this.headersFor(fn)
+    if (problem) return { ok: false, kind: 'unavailable', message: `cannot call ${fn.url}: ${problem}` }
+    const request = this.requestFor(fn, allHeaders, event)
     if (!request.ok) return request
     const controller = new AbortController()
     this.inFlight.add(controller)
@@ -175,14 +182,14 @@ export class HttpInvoker implements Invoker {
   }
 
   /** The URL, headers and body for an event. */
-  private requestFor(fn: HttpFunction, event: unknown): { ok: true; url: URL; headers: Record<string, string>; body: string | undefined } | Outcome & { ok: false } {
+  private requestFor(fn: HttpLocation, allHeaders: Record<string, string>, event: unknown): { ok: true; url: URL; headers: Record<string, string>; body: string | undefined } | Outcome & { ok: false } {
     const url = new URL(fn.url)
     if (fn.method === 'GET' || fn.method === 'DELETE') {
       if (!isRecord(event)) return { ok: false, kind: 'bad-request', message: `a ${fn.method} function takes its event in the query string: the event must be an object` }
       for (const [key, value] of Object.entries(event)) if (value !== undefined) url.searchParams.append(key, paramText(value))
-      return { ok: true, url, headers: fn.allHeaders, body: undefined }
+      return { ok: true, url, headers: allHeaders, body: undefined }
     }
-    return { ok: true, url, headers: { 'content-type': 'application/json', ...fn.allHeaders }, body: JSON.stringify(event) }
+    return { ok: true, url, headers: { 'content-type': 'application/json', ...allHeaders }, body: JSON.stringify(event) }
   }
 
   /** A 2xx body: whole, or chunk by chunk / event by event in stream mode. */

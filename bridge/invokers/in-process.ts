@@ -6,9 +6,10 @@
  */
 import { randomUUID } from 'node:crypto'
 import { describeError, lambdaContext, loadHandler, runHandler, type LambdaHandler } from './run-handler.ts'
+import type { HandlerLocation } from '../project/tool-services.ts'
 import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
 
-export class InProcessInvoker implements Invoker {
+export class InProcessInvoker implements Invoker<HandlerLocation> {
   private readonly handlers = new Map<string, Promise<LambdaHandler>>()
   private readonly baseDir: string
 
@@ -16,7 +17,7 @@ export class InProcessInvoker implements Invoker {
     this.baseDir = baseDir
   }
 
-  async prepare(target: FunctionTarget): Promise<string | undefined> {
+  async prepare(target: FunctionTarget<HandlerLocation>): Promise<string | undefined> {
     try {
       await this.handlerFor(target)
       return undefined
@@ -25,7 +26,7 @@ export class InProcessInvoker implements Invoker {
     }
   }
 
-  async invoke({ target, event, onChunk }: Invocation): Promise<Outcome> {
+  async invoke({ target, event, onChunk }: Invocation<HandlerLocation>): Promise<Outcome> {
     let handler: LambdaHandler
     try {
       handler = await this.handlerFor(target)
@@ -58,11 +59,10 @@ export class InProcessInvoker implements Invoker {
     })
   }
 
-  private handlerFor(target: FunctionTarget): Promise<LambdaHandler> {
-    if (!target.handler) return Promise.reject(new Error('it has no "handler:" in serverless.yml'))
+  private handlerFor(target: FunctionTarget<HandlerLocation>): Promise<LambdaHandler> {
     let handler = this.handlers.get(target.functionName)
     if (!handler) {
-      handler = loadHandler(this.baseDir, target.handler)
+      handler = loadHandler(this.baseDir, target.location.handler)
       // A failed load is retried on the next request rather than cached.
       handler.catch(() => this.handlers.delete(target.functionName))
       this.handlers.set(target.functionName, handler)

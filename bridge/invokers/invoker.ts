@@ -1,19 +1,17 @@
 /**
  * How the bridge calls a function: in process, in a worker thread, on
- * Lambda. An invoker knows functions, not queues.
+ * Lambda, over HTTP. An invoker knows functions, not queues.
  */
 import type { ErrorKind } from '../../shared/errors.ts'
 import { BAD_REQUEST_ERROR, INVALID_ARGUMENTS_ERROR, MISSING_CONFIG_ERROR } from '../../shared/handler.ts'
 import type { ResponseMode } from '../../shared/tool-service-schema.ts'
+import type { FunctionLocation } from '../project/tool-services.ts'
 
-/** Which function to call and how long it may run. */
-export interface FunctionTarget {
-  /** Key under `functions:` in serverless.yml. */
+/** Which function to call, where it runs, and how long it may run. */
+export interface FunctionTarget<L extends FunctionLocation = FunctionLocation> {
+  /** Key under `functions:` or `custom.toolServices` in serverless.yml. */
   functionName: string
-  /** `path/to/module.export`, relative to serverless.yml. */
-  handler: string | undefined
-  /** The deployed function's name on Lambda (or serverless-offline). */
-  lambdaName: string
+  location: L
   /** `stream`: the function's chunks are wanted as they come (on Lambda, InvokeWithResponseStream). */
   response: ResponseMode
   timeoutMs: number
@@ -23,8 +21,8 @@ export interface FunctionTarget {
   memoryMb?: number | undefined
 }
 
-export interface Invocation {
-  target: FunctionTarget
+export interface Invocation<L extends FunctionLocation = FunctionLocation> {
+  target: FunctionTarget<L>
   /** The envelope, or what the service's event shape made of it (bridge/core/event-shapes.ts). */
   event: unknown
   /** Called once per streamed chunk, in order, as the function produces it. */
@@ -36,10 +34,15 @@ export type Outcome =
   | { ok: true; /** The returned value as text; '' when the function streamed. */ text: string }
   | { ok: false; kind: ErrorKind; message: string }
 
-export interface Invoker {
-  invoke(invocation: Invocation): Promise<Outcome>
+/**
+ * Calls functions at one kind of location (`L`), or at any. Properties rather
+ * than methods, so that the compiler refuses an invoker for one kind where a
+ * function at another may come (methods' parameters are not checked that strictly).
+ */
+export interface Invoker<L extends FunctionLocation = FunctionLocation> {
+  invoke: (invocation: Invocation<L>) => Promise<Outcome>
   /** Warm up (and check) a function before requests arrive. Resolves with an error message if it cannot load. */
-  prepare(target: FunctionTarget): Promise<string | undefined>
+  prepare: (target: FunctionTarget<L>) => Promise<string | undefined>
   close(): Promise<void>
 }
 

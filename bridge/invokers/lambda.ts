@@ -30,6 +30,7 @@ import { isRecord, isToolbridgeError, ToolbridgeError } from '../../shared/error
 import { resultText } from '../../shared/protocol.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
 import { createRetry, type Retrier, type RetryOptions } from '../support/retry.ts'
+import type { FunctionLocation } from '../project/tool-services.ts'
 import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
 
 /** Lambda's limit on a synchronous invocation's request payload (and on a buffered response): 6 MB. */
@@ -135,7 +136,14 @@ function lambdaFunctionError(body: string, fallbackType: string): Outcome {
 
 const utf8 = new TextDecoder()
 
-export class LambdaInvoker implements Invoker {
+/**
+ * A function with a Lambda function to call: one of serverless.yml's, deployed
+ * (`--invoker lambda`), or someone else's. Called with the invoker's own region
+ * and credentials; external-lambda.ts keeps an invoker per region and role.
+ */
+export type OnLambda = Extract<FunctionLocation, { lambdaName: string }>
+
+export class LambdaInvoker implements Invoker<OnLambda> {
   private readonly client: LambdaClient
   private readonly retry: Retrier
   private readonly retryWindowMs: number
@@ -166,7 +174,7 @@ export class LambdaInvoker implements Invoker {
   }
 
   /** Nothing to load; checks that a region is known, as every call needs one. */
-  async prepare(_target: FunctionTarget): Promise<string | undefined> {
+  async prepare(_target: FunctionTarget<OnLambda>): Promise<string | undefined> {
     try {
       await this.client.config.region()
       return undefined
@@ -175,13 +183,14 @@ export class LambdaInvoker implements Invoker {
     }
   }
 
-  async invoke({ target, event, onChunk }: Invocation): Promise<Outcome> {
+  async invoke({ target, event, onChunk }: Invocation<OnLambda>): Promise<Outcome> {
+    const { lambdaName } = target.location
     const payload = Buffer.from(JSON.stringify(event))
     if (payload.byteLength > LAMBDA_MAX_REQUEST_BYTES) {
       return {
         ok: false,
         kind: 'too-large',
-        message: `request of ${payload.byteLength} bytes is over Lambda's limit of ${LAMBDA_MAX_REQUEST_BYTES} bytes; function "${target.lambdaName}" was not called`,
+        message: `request of ${payload.byteLength} bytes is over Lambda's limit of ${LAMBDA_MAX_REQUEST_BYTES} bytes; function "${lambdaName}" was not called`,
       }
     }
     const started = Date.now()
@@ -204,12 +213,12 @@ export class LambdaInvoker implements Invoker {
             if (controller.signal.aborted) {
               return bail(
                 controller.signal.reason === 'timeout'
-                  ? new ToolbridgeError('timeout', `function "${target.lambdaName}" timed out after ${target.timeoutMs} ms`)
-                  : new ToolbridgeError('unavailable', `the call to "${target.lambdaName}" was cut short: the bridge is closing`),
+                  ? new ToolbridgeError('timeout', `function "${lambdaName}" timed out after ${target.timeoutMs} ms`)
+                  : new ToolbridgeError('unavailable', `the call to "${lambdaName}" was cut short: the bridge is closing`),
               )
             }
             const failure = classify(error)
-            const what = `calling "${target.lambdaName}" on ${this.where}`
+            const what = `calling "${lambdaName}" on ${this.where}`
             if (sentChunks) return bail(new ToolbridgeError('unavailable', `the response stream broke off, ${what}: ${failure.message}`, { cause: error }))
             if (failure.type === 'final') return bail(new ToolbridgeError(failure.kind, `${what}: ${failure.message}`, { cause: error }))
             if (failure.type === 'network') {
@@ -238,12 +247,12 @@ export class LambdaInvoker implements Invoker {
         },
         {
           onRetry: (error, retryCount, waitMs) =>
-            this.logger.warn({ fn: target.lambdaName, retry: retryCount + 1, inMs: waitMs, err: (error as Error).message }, 'Lambda call failed; retrying'),
+            this.logger.warn({ fn: lambdaName, retry: retryCount + 1, inMs: waitMs, err: (error as Error).message }, 'Lambda call failed; retrying'),
         },
       )
     } catch (error) {
       if (isToolbridgeError(error)) return { ok: false, kind: error.kind, message: error.message }
-      return { ok: false, kind: 'unavailable', message: `calling "${target.lambdaName}": ${(error as Error).message}` }
+      return { ok: false, kind: 'unavailable', message: `calling "${lambdaName}": ${(error as Error).message}` }
     }
   }
 
@@ -253,25 +262,26 @@ export class LambdaInvoker implements Invoker {
    * to have no streaming API.
    */
   private async callOnce(
-    target: FunctionTarget,
+    target: FunctionTarget<OnLambda>,
     payload: Uint8Array,
     signal: AbortSignal,
     onChunk: (text: string) => void,
   ): Promise<Outcome> {
-    if (target.response !== 'stream' || this.noStreamingApi) return this.call(target.lambdaName, payload, signal)
+    const { lambdaName } = target.location
+    if (target.response !== 'stream' || this.noStreamingApi) return this.call(lambdaName, payload, signal)
     try {
-      return await this.callStreaming(target.lambdaName, payload, signal, onChunk)
+      return await this.callStreaming(lambdaName, payload, signal, onChunk)
     } catch (error) {
       // A 404 for the API itself comes before any chunk.
       if (signal.aborted || !isMissingApi(error)) throw error
       if (!this.noStreamingApi) {
         this.noStreamingApi = true
         this.logger.warn(
-          { endpoint: this.where, fn: target.lambdaName },
+          { endpoint: this.where, fn: lambdaName },
           'the endpoint has no InvokeWithResponseStream (serverless-offline has none): stream services are called with Invoke, their answer in one piece',
         )
       }
-      return this.call(target.lambdaName, payload, signal)
+      return this.call(lambdaName, payload, signal)
     }
   }
 

@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
+import type { HandlerLocation } from '../project/tool-services.ts'
 import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
 import type { FromWorker, ToWorker, WorkerSetup } from './worker.ts'
 
@@ -127,7 +128,7 @@ function resourceLimitsFor(memoryMb: number | undefined): ResourceLimits | undef
 }
 const YOUNG_GENERATION_MB = 8
 
-export class WorkerThreadInvoker implements Invoker {
+export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
   private readonly pools = new Map<string, Pool>()
   private readonly baseDir: string
 
@@ -135,8 +136,7 @@ export class WorkerThreadInvoker implements Invoker {
     this.baseDir = baseDir
   }
 
-  async prepare(target: FunctionTarget): Promise<string | undefined> {
-    if (!target.handler) return 'it has no "handler:" in serverless.yml'
+  async prepare(target: FunctionTarget<HandlerLocation>): Promise<string | undefined> {
     const pool = this.poolFor(target)
     const env = await pool.acquire()
     const loadError = await env.ready
@@ -145,8 +145,7 @@ export class WorkerThreadInvoker implements Invoker {
     return loadError
   }
 
-  async invoke({ target, event, onChunk }: Invocation): Promise<Outcome> {
-    if (!target.handler) return { ok: false, kind: 'unavailable', message: `function "${target.functionName}" has no handler` }
+  async invoke({ target, event, onChunk }: Invocation<HandlerLocation>): Promise<Outcome> {
     const pool = this.poolFor(target)
     const env = await pool.acquire()
     const loadError = await env.ready
@@ -178,10 +177,10 @@ export class WorkerThreadInvoker implements Invoker {
     this.pools.clear()
   }
 
-  private poolFor(target: FunctionTarget): Pool {
+  private poolFor(target: FunctionTarget<HandlerLocation>): Pool {
     let pool = this.pools.get(target.functionName)
     if (!pool) {
-      const setup: WorkerSetup = { baseDir: this.baseDir, handler: target.handler!, functionName: target.functionName }
+      const setup: WorkerSetup = { baseDir: this.baseDir, handler: target.location.handler, functionName: target.functionName }
       pool = new Pool(setup, target.concurrency, resourceLimitsFor(target.memoryMb))
       this.pools.set(target.functionName, pool)
     }

@@ -1,46 +1,16 @@
 /**
- * serverless.yml + flags + environment -> one validated configuration. The
- * only place that reads process.env or the file system for settings.
+ * Flags + environment -> one validated configuration. The only place that
+ * reads process.env for settings (project.ts reads serverless.yml).
  */
-import { readFileSync } from 'node:fs'
-import { dirname, resolve } from 'node:path'
-import { parse as parseYaml, YAMLParseError } from 'yaml'
 import { DEFAULT_WORKSPACE } from '../../shared/config-protocol.ts'
 import { ConfigError } from '../../shared/errors.ts'
-import { readToolServices, type ToolServiceSpec } from './tool-services.ts'
+import type { ToolServiceSpec } from './tool-services.ts'
 import { LOG_LEVELS, type LogLevel } from '../support/logger.ts'
 
 /** Invokers that run handlers on this machine, from their `handler:` files. */
 export const LOCAL_INVOKERS = ['local', 'in-process'] as const
 export const INVOKERS = [...LOCAL_INVOKERS, 'lambda'] as const
 export type InvokerKind = (typeof INVOKERS)[number]
-
-export interface Project {
-  /** Directory of serverless.yml: handlers are relative to it. */
-  baseDir: string
-  services: ToolServiceSpec[]
-}
-
-/** Reads serverless.yml; a ConfigError names the file or the field at fault. */
-export function loadProject(path: string): Project {
-  const file = resolve(path)
-  let text: string
-  try {
-    text = readFileSync(file, 'utf8')
-  } catch (err) {
-    throw new ConfigError(path, `cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
-  }
-  let doc: unknown
-  try {
-    doc = parseYaml(text)
-  } catch (err) {
-    if (err instanceof YAMLParseError) throw new ConfigError(path, `invalid YAML: ${err.message.split('\n')[0]}`)
-    throw err
-  }
-  const services = readToolServices(doc)
-  if (services.length === 0) throw new ConfigError(path, 'no function has a "toolService:" block')
-  return { baseDir: dirname(file), services }
-}
 
 /** On the embedded broker nothing else can reach the bridge, so HTTP is on by default. */
 export const EMBEDDED_DEFAULT_PORT = 8080

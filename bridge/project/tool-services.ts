@@ -1,11 +1,11 @@
 /**
- * serverless.yml -> tool services, and tool services -> the `tool-service` and
- * `tool` config objects TrustGraph stores
- * (docs/wire-contract.md#descriptors-in-the-configuration-service).
+ * serverless.yml -> tool services: every function's `toolService:` block and
+ * `custom.toolServices`, checked and resolved (TrustGraph's descriptors are
+ * made from them in descriptors.ts).
  */
 import { Ajv, type ErrorObject } from 'ajv'
-import { ConfigError, ToolbridgeError, isRecord } from '../../shared/errors.ts'
-import { defaultQueues, parseQueueName, QueueNameError, type QueueStyle } from '../../shared/queues.ts'
+import { ConfigError, isRecord } from '../../shared/errors.ts'
+import { defaultQueues, parseQueueName, QueueNameError } from '../../shared/queues.ts'
 import {
   type AnswerFormat,
   type ArgumentType,
@@ -39,12 +39,10 @@ export interface ToolSpec {
 }
 
 export interface ToolServiceSpec {
-  /** Key under `functions:` in serverless.yml. */
+  /** Key under `functions:` or `custom.toolServices` in serverless.yml. */
   functionName: string
-  /** `handler:` of the function (`path/to/file.export`), when it has one. */
-  handler: string | undefined
-  /** Its deployed Lambda name: `name:` if set, else `<service>-<stage>-<key>` as the Serverless Framework names it. */
-  lambdaName: string
+  /** Where the function runs. */
+  location: FunctionLocation
   id: string
   /** The topic queues were generated from, if they were. */
   topic: string | undefined
@@ -59,10 +57,45 @@ export interface ToolServiceSpec {
   tools: ToolSpec[]
   /** What the function receives and how its result becomes the answer (bridge/core/event-shapes.ts). */
   shape: ShapeSpec
-  /** Someone else's Lambda function (`custom.toolServices`, `function:`); `lambdaName` is its name or ARN. */
-  external?: ExternalLambdaSpec
-  /** A function reached over HTTP (`custom.toolServices`, `url:`). */
-  http?: HttpFunctionSpec
+}
+
+/**
+ * Where a tool service's function runs, settled when serverless.yml is read;
+ * bridge/invokers/invoker-for-location.ts picks the invoker for each kind.
+ */
+export type FunctionLocation = HandlerLocation | LambdaLocation | HttpLocation
+
+/**
+ * A function of this serverless.yml (under `functions:`): its handler runs on
+ * this machine, or with `--invoker lambda` its deployed Lambda function is called.
+ */
+export interface HandlerLocation {
+  kind: 'handler'
+  /** `path/to/file.export`, relative to serverless.yml. */
+  handler: string
+  /** Its deployed Lambda name: `name:` if set, else `<service>-<stage>-<key>` as the Serverless Framework names it. */
+  lambdaName: string
+}
+
+/** Someone else's Lambda function (`custom.toolServices`, `function:`). */
+export interface LambdaLocation {
+  kind: 'lambda'
+  /** Its name or ARN. */
+  lambdaName: string
+  /** Its region: `region:`, else the ARN's, else the bridge's. */
+  region: string | undefined
+  /** An IAM role to assume for calling it. */
+  role: string | undefined
+}
+
+/** A function reached over HTTP (`custom.toolServices`, `url:`). */
+export interface HttpLocation {
+  kind: 'http'
+  url: string
+  method: HttpMethod
+  headers: Record<string, string>
+  /** Header name -> environment variable, read when the bridge starts. */
+  headersFromEnv: Record<string, string>
 }
 
 export interface ShapeSpec {
@@ -79,19 +112,6 @@ export interface RouteSpec {
   path: string
   query: string[]
   headers: Record<string, string>
-}
-
-export interface ExternalLambdaSpec {
-  region: string | undefined
-  role: string | undefined
-}
-
-export interface HttpFunctionSpec {
-  url: string
-  method: HttpMethod
-  headers: Record<string, string>
-  /** Header name -> environment variable, read when the bridge starts. */
-  headersFromEnv: Record<string, string>
 }
 
 export const DEFAULT_CONCURRENCY = 8
@@ -184,7 +204,8 @@ export function readToolServices(serverless: unknown): ToolServiceSpec[] {
   const specs: ToolServiceSpec[] = []
   for (const [functionName, fn] of Object.entries(functions)) {
     if (!isRecord(fn) || fn.toolService === undefined) continue
-    specs.push(readToolService(functionName, fn, providerDefaults, namePrefix))
+    const { service } = readToolService(functionName, fn, providerDefaults)
+    specs.push({ ...service, location: handlerLocation(functionName, fn, namePrefix) })
   }
   for (const external of readExternalToolServices(serverless.custom, providerDefaults)) {
     // The invokers tell services apart by this key.
@@ -195,6 +216,21 @@ export function readToolServices(serverless: unknown): ToolServiceSpec[] {
   }
   checkUnique(specs)
   return specs
+}
+
+/** A function of this serverless.yml: its handler, and its name once deployed. */
+function handlerLocation(functionName: string, fn: Record<string, unknown>, namePrefix: string): HandlerLocation {
+  if (typeof fn.handler !== 'string' || fn.handler === '') {
+    throw new ConfigError(
+      `functions.${functionName}.handler`,
+      'missing: a tool service runs its function\'s "handler:" (a Lambda function without one, such as an image, goes under custom.toolServices with "function:")',
+    )
+  }
+  return {
+    kind: 'handler',
+    handler: fn.handler,
+    lambdaName: typeof fn.name === 'string' && fn.name !== '' ? fn.name : namePrefix + functionName,
+  }
 }
 
 /**
@@ -215,26 +251,32 @@ function lambdaNamePrefix(service: unknown, stage: unknown): string {
 function readExternalToolServices(custom: unknown, providerDefaults: FunctionDefaults): ToolServiceSpec[] {
   if (!isRecord(custom) || custom.toolServices === undefined) return []
   if (!isRecord(custom.toolServices)) throw new ConfigError('custom.toolServices', 'must be a mapping of names to tool services')
-  return Object.entries(custom.toolServices).map(([key, block]) => {
+  return Object.entries(custom.toolServices).map(([key, raw]) => {
     const base = `custom.toolServices.${key}`
-    const spec = readToolService(key, { toolService: block }, providerDefaults, '', base, validateExternalToolService)
-    const b = block as ToolServiceBlock
-    if ((b.function === undefined) === (b.url === undefined)) throw new ConfigError(base, 'give either "function" (a Lambda name or ARN) or "url", not both or neither')
-    if (b.function !== undefined) {
-      for (const field of ['method', 'headers', 'headersFromEnv'] as const) {
-        if (b[field] !== undefined) throw new ConfigError(`${base}.${field}`, 'is for a "url:" tool service; this one names a Lambda "function:"')
-      }
-      return { ...spec, lambdaName: b.function, external: { region: b.region ?? regionOfArn(b.function), role: b.role } }
+    const { service, block } = readToolService(key, { toolService: raw }, providerDefaults, base, validateExternalToolService)
+    return { ...service, location: externalLocation(base, block) }
+  })
+}
+
+/** `function:` or `url:`, exactly one, with only the fields that fit it. */
+function externalLocation(base: string, block: ToolServiceBlock): LambdaLocation | HttpLocation {
+  const { function: lambdaName, url } = block
+  if (lambdaName !== undefined && url === undefined) {
+    for (const field of ['method', 'headers', 'headersFromEnv'] as const) {
+      if (block[field] !== undefined) throw new ConfigError(`${base}.${field}`, 'is for a "url:" tool service; this one names a Lambda "function:"')
     }
+    return { kind: 'lambda', lambdaName, region: block.region ?? regionOfArn(lambdaName), role: block.role }
+  }
+  if (url !== undefined && lambdaName === undefined) {
     for (const field of ['region', 'role'] as const) {
-      if (b[field] !== undefined) throw new ConfigError(`${base}.${field}`, 'is for a Lambda "function:"; this one has a "url:"')
+      if (block[field] !== undefined) throw new ConfigError(`${base}.${field}`, 'is for a Lambda "function:"; this one has a "url:"')
     }
-    if (spec.shape.event === 'apigw-v1' || spec.shape.event === 'apigw-v2') {
+    if (block.event === 'apigw-v1' || block.event === 'apigw-v2') {
       throw new ConfigError(`${base}.event`, 'an API Gateway event is for a Lambda function; an HTTP function gets the event as its body')
     }
-    const http: HttpFunctionSpec = { url: b.url!, method: b.method ?? 'POST', headers: b.headers ?? {}, headersFromEnv: b.headersFromEnv ?? {} }
-    return { ...spec, lambdaName: key, http }
-  })
+    return { kind: 'http', url, method: block.method ?? 'POST', headers: block.headers ?? {}, headersFromEnv: block.headersFromEnv ?? {} }
+  }
+  throw new ConfigError(base, 'give either "function" (a Lambda name or ARN) or "url", not both or neither')
 }
 
 /** `arn:aws:lambda:eu-west-1:123456789012:function:name` -> `eu-west-1`. */
@@ -282,14 +324,14 @@ interface FunctionDefaults {
   memorySize: number | undefined
 }
 
+/** A `toolService:` block, checked, and the service it describes but for where its function runs. */
 function readToolService(
   functionName: string,
   fn: Record<string, unknown>,
   providerDefaults: FunctionDefaults,
-  namePrefix: string,
   base = `functions.${functionName}.toolService`,
   validate = validateToolService,
-): ToolServiceSpec {
+): { service: Omit<ToolServiceSpec, 'location'>; block: ToolServiceBlock } {
   const block = fn.toolService
   if (!validate(block)) {
     // A typo hides a required field too: name the unknown field, the more telling of the two.
@@ -313,10 +355,8 @@ function readToolService(
   const { requestQueue, responseQueue } = resolveQueues(base, block)
   const fnTimeout = typeof fn.timeout === 'number' ? fn.timeout : providerDefaults.timeout
   const tools = block.tools.map((tool, i) => readTool(`${base}.tools[${i}]`, tool, configParams))
-  return {
+  const service = {
     functionName,
-    handler: typeof fn.handler === 'string' ? fn.handler : undefined,
-    lambdaName: typeof fn.name === 'string' && fn.name !== '' ? fn.name : namePrefix + functionName,
     id: block.id,
     topic: block.topic,
     requestQueue,
@@ -329,6 +369,7 @@ function readToolService(
     tools,
     shape: readShape(base, block),
   }
+  return { service, block }
 }
 
 function resolveQueues(
@@ -377,11 +418,11 @@ function readTool(path: string, tool: ToolBlock, configParams: ConfigParam[]): T
   return { name: tool.name, description: tool.description, config, arguments: args }
 }
 
-/** Where a spec's block is in serverless.yml. */
+/** Where a spec's block is in serverless.yml: only a function of its own has a handler. */
 const blockPath = (spec: ToolServiceSpec) =>
-  spec.external || spec.http ? `custom.toolServices.${spec.functionName}` : `functions.${spec.functionName}.toolService`
+  spec.location.kind === 'handler' ? `functions.${spec.functionName}.toolService` : `custom.toolServices.${spec.functionName}`
 const ownerName = (spec: ToolServiceSpec) =>
-  spec.external || spec.http ? `custom.toolServices.${spec.functionName}` : `functions.${spec.functionName}`
+  spec.location.kind === 'handler' ? `functions.${spec.functionName}` : `custom.toolServices.${spec.functionName}`
 
 function checkUnique(specs: ToolServiceSpec[]): void {
   const services = new Map<string, string>()
@@ -398,140 +439,4 @@ function checkUnique(specs: ToolServiceSpec[]): void {
       tools.set(tool.name, ownerName(spec))
     })
   }
-}
-
-/**
- * The `tool-service` config object, keyed by the service id
- * (docs/wire-contract.md#descriptors-in-the-configuration-service), as
- * TrustGraph's agent reads it:
- *
- *   {"id": str, "request-queue": str, "response-queue": str,
- *    "config-params": [{"name": str, "required": bool}, ...]}
- */
-export function toolServiceDescriptor(spec: ToolServiceSpec, style: QueueStyle = 'logical') {
-  const queues =
-    style === 'pulsar' && spec.topic !== undefined
-      ? defaultQueues(spec.topic, 'pulsar')
-      : { request: spec.requestQueue, response: spec.responseQueue }
-  return {
-    id: spec.id,
-    'request-queue': queues.request,
-    'response-queue': queues.response,
-    'config-params': spec.configParams.map((p) => ({ name: p.name, required: p.required })),
-  }
-}
-
-/**
- * The `tool` config object of a tool-service tool, keyed by the tool name;
- * each of the tool's config values is a field of its own beside the fixed ones:
- *
- *   {"type": "tool-service", "name": str, "description": str, "service": <service id>,
- *    <config param>: <value>, ...,
- *    "arguments": [{"name": str, "type": str, "description": str}, ...]}
- */
-export function toolDescriptor(spec: ToolServiceSpec, tool: ToolSpec) {
-  return {
-    type: 'tool-service',
-    name: tool.name,
-    description: tool.description,
-    service: spec.id,
-    ...tool.config,
-    arguments: tool.arguments.map((a) => ({ name: a.name, type: a.type, description: a.description })),
-  }
-}
-
-/** Where TrustGraph's MCP tool service reaches toolbridge's MCP server (`toolbridge start`'s `/mcp`). */
-export interface McpEndpoint {
-  url: string
-  /** Sent as `Authorization: Bearer <token>` by TrustGraph's MCP tool service. */
-  authToken?: string
-}
-
-/**
- * The `mcp-tool` twin of a tool is named `<tool>-mcp`: TrustGraph keys tools
- * by name, and the `tool-service` tool already has the plain name.
- */
-export const mcpToolName = (tool: ToolSpec) => `${tool.name}-mcp`
-
-/**
- * The `mcp` config object, keyed by the tool name: which MCP server, and the
- * tool's name there.
- *
- *   {"remote-name": str, "url": str, "auth-token": str (only when given)}
- */
-export function mcpDescriptor(tool: ToolSpec, endpoint: McpEndpoint) {
-  return {
-    'remote-name': tool.name,
-    url: endpoint.url,
-    ...(endpoint.authToken ? { 'auth-token': endpoint.authToken } : {}),
-  }
-}
-
-/**
- * The `tool` config object of an `mcp-tool` tool, with arguments as
- * TrustGraph's MCP-tool-arguments specification adds them; config values are
- * fixed by the MCP server, so none appear here.
- *
- *   {"type": "mcp-tool", "name": "<tool>-mcp", "description": str,
- *    "mcp-tool": <key of the mcp object>,
- *    "arguments": [{"name": str, "type": str, "description": str}, ...]}
- */
-export function mcpToolDescriptor(tool: ToolSpec) {
-  return {
-    type: 'mcp-tool',
-    name: mcpToolName(tool),
-    description: tool.description,
-    'mcp-tool': tool.name,
-    arguments: tool.arguments.map((a) => ({ name: a.name, type: a.type, description: a.description })),
-  }
-}
-
-export type ToolDescriptor = ReturnType<typeof toolDescriptor> | ReturnType<typeof mcpToolDescriptor>
-
-/**
- * What `toolbridge descriptors` prints: `{"tool-service": {...}, "tool": {...}}`,
- * and with an MCP endpoint also `"mcp": {...}` and an `mcp-tool` per tool.
- */
-export function descriptors(specs: ToolServiceSpec[], style: QueueStyle = 'logical', mcp?: McpEndpoint) {
-  const toolServices: Record<string, ReturnType<typeof toolServiceDescriptor>> = {}
-  const tools: Record<string, ToolDescriptor> = {}
-  const mcpServers: Record<string, ReturnType<typeof mcpDescriptor>> = {}
-  for (const spec of specs) {
-    toolServices[spec.id] = toolServiceDescriptor(spec, style)
-    for (const tool of spec.tools) tools[tool.name] = toolDescriptor(spec, tool)
-  }
-  if (!mcp) return { 'tool-service': toolServices, tool: tools }
-  for (const spec of specs) {
-    for (const tool of spec.tools) {
-      mcpServers[tool.name] = mcpDescriptor(tool, mcp)
-      tools[mcpToolName(tool)] = mcpToolDescriptor(tool)
-    }
-  }
-  return { 'tool-service': toolServices, tool: tools, mcp: mcpServers }
-}
-
-/**
- * Why TrustGraph's agent (trustgraph-flow 2.11.1, `agent/react/service.py`,
- * `on_tools_config`) would refuse a `tool-service` tool, in its own words, or
- * undefined if it would load it. The agent refuses the whole tool
- * configuration over one such tool, so toolbridge checks before it sends.
- */
-export function agentToolRefusal(tool: Record<string, unknown>, toolServices: Record<string, Record<string, unknown>>): string | undefined {
-  if (tool.type !== 'tool-service') return undefined
-  const name = String(tool.name)
-  const ref = tool.service
-  if (!ref) return `Tool ${name} has type 'tool-service' but no 'service' reference`
-  const service = Object.hasOwn(toolServices, String(ref)) ? toolServices[String(ref)]! : undefined
-  if (!service) return `Tool ${name} references unknown tool-service '${String(ref)}'`
-  if (!service['request-queue'] || !service['response-queue']) {
-    return `Tool-service '${String(ref)}' must define 'request-queue' and 'response-queue'`
-  }
-  const params = Array.isArray(service['config-params']) ? (service['config-params'] as unknown[]) : []
-  for (const param of params) {
-    // A bare-string param is never required; a present key counts whatever its value, as in the agent.
-    if (isRecord(param) && param.required === true && !Object.hasOwn(tool, String(param.name))) {
-      return `Tool ${name} missing required config param '${String(param.name)}'`
-    }
-  }
-  return undefined
 }

@@ -5,7 +5,8 @@
  * service in one request, so one version bump and one push announce them all.
  */
 import { configValue, type ConfigKey, type ConfigValue } from '../../shared/config-protocol.ts'
-import { agentToolRefusal, descriptors, type McpEndpoint, type ToolServiceSpec } from '../project/tool-services.ts'
+import { agentToolRefusal, descriptors, type McpEndpoint } from '../project/descriptors.ts'
+import type { ToolServiceSpec } from '../project/tool-services.ts'
 import { ToolbridgeError } from '../../shared/errors.ts'
 import type { QueueStyle } from '../../shared/queues.ts'
 import { pythonJsonDumps } from '../../shared/python-json.ts'

@@ -1,0 +1,36 @@
+/**
+ * serverless.yml -> the project: its directory and its tool services. The
+ * only place that reads serverless.yml from disk.
+ */
+import { readFileSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import { parse as parseYaml, YAMLParseError } from 'yaml'
+import { ConfigError } from '../../shared/errors.ts'
+import { readToolServices, type ToolServiceSpec } from './tool-services.ts'
+
+export interface Project {
+  /** Directory of serverless.yml: handlers are relative to it. */
+  baseDir: string
+  services: ToolServiceSpec[]
+}
+
+/** Reads serverless.yml; a ConfigError names the file or the field at fault. */
+export function loadProject(path: string): Project {
+  const file = resolve(path)
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new ConfigError(path, `cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+  }
+  let doc: unknown
+  try {
+    doc = parseYaml(text)
+  } catch (err) {
+    if (err instanceof YAMLParseError) throw new ConfigError(path, `invalid YAML: ${err.message.split('\n')[0]}`)
+    throw err
+  }
+  const services = readToolServices(doc)
+  if (services.length === 0) throw new ConfigError(path, 'no function has a "toolService:" block')
+  return { baseDir: dirname(file), services }
+}
