@@ -9,6 +9,7 @@ import type { Project, Settings } from '../project/settings.ts'
 import { functionState, lambdaClient, type LambdaAccess } from '../invokers/lambda-functions.ts'
 import { resolveHandler } from '../invokers/run-handler.ts'
 import { HttpInvoker } from '../invokers/http.ts'
+import { messageOf } from '../../shared/errors.ts'
 
 export interface CheckResult {
   service: string
@@ -43,7 +44,7 @@ export async function checkFunctions(project: Project, settings: Settings): Prom
           const { file } = resolveHandler(project.baseDir, spec.handler)
           return { service: spec.id, target: spec.handler, ok: true, detail: `found ${file}` }
         } catch (err) {
-          return { service: spec.id, target: spec.handler ?? spec.functionName, ok: false, detail: (err as Error).message }
+          return { service: spec.id, target: spec.handler ?? spec.functionName, ok: false, detail: messageOf(err) }
         }
       }),
     )

@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError, Option } from 'commander'
 import { descriptors } from '../project/tool-services.ts'
-import { isRecord, ToolbridgeError } from '../../shared/errors.ts'
+import { isRecord, messageOf, ToolbridgeError } from '../../shared/errors.ts'
 import { QUEUE_STYLES, type QueueStyle } from '../../shared/queues.ts'
 import { checkFunctions } from './check.ts'
 import { RequestClient, ToolCallError } from '../trustgraph/request-client.ts'
@@ -232,7 +232,7 @@ try {
     console.error(`error: ${err.type}: ${err.message}`)
     process.exitCode = 1
   } else {
-    console.error(`toolbridge: ${(err as Error).message}`)
+    console.error(`toolbridge: ${messageOf(err)}`)
     process.exitCode = 1
   }
 }

@@ -23,10 +23,10 @@
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import type { ToolServiceSpec, HttpFunctionSpec } from '../project/tool-services.ts'
-import { isRecord, isToolbridgeError, ToolbridgeError } from '../../shared/errors.ts'
+import { isRecord, isToolbridgeError, messageOf, type Refusal, ToolbridgeError } from '../../shared/errors.ts'
 import { httpStatusOutcome, isSuccess } from './http-status.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
-import { createRetry, type Retrier, type RetryOptions } from '../support/retry.ts'
+import { createRetry, RetryableAttempt, type Retrier, type RetryOptions } from '../support/retry.ts'
 import type { FunctionTarget, Invocation, Invoker, Outcome } from './invoker.ts'
 
 export const DEFAULT_HTTP_RETRIES = 3
@@ -46,16 +46,6 @@ interface HttpFunction extends HttpFunctionSpec {
   allHeaders: Record<string, string>
   /** Why it cannot be called (a header's environment variable is not set), if so. */
   problem: string | undefined
-}
-
-/** An attempt worth another: throttled, unavailable, or nothing listened. */
-class RetryableAttempt extends ToolbridgeError {
-  readonly retryAfterMs: number
-  constructor(message: string, retryAfterMs = 0) {
-    super('unavailable', message, { retriable: true })
-    this.name = 'RetryableAttempt'
-    this.retryAfterMs = retryAfterMs
-  }
 }
 
 /** `Retry-After: 120` or an HTTP date -> milliseconds from now; 0 when absent or unreadable. */
@@ -145,7 +135,7 @@ export class HttpInvoker implements Invoker {
             if (Date.now() + waitMs >= deadline) {
               return bail(new ToolbridgeError('unavailable', `${message} (Retry-After ${Math.ceil(waitMs / 1000)} s is past the function's timeout)`))
             }
-            throw new RetryableAttempt(message, waitMs)
+            throw new RetryableAttempt(message, { retryAfterMs: waitMs })
           }
           if (!isSuccess(response.status)) return httpStatusOutcome(response.status, await response.text())
           return await this.read(response, target.response === 'stream', forward)
@@ -153,7 +143,7 @@ export class HttpInvoker implements Invoker {
         {
           signal: controller.signal,
           onRetry: (error, retryCount, waitMs) =>
-            this.logger.warn({ fn: target.functionName, retry: retryCount + 1, inMs: waitMs, err: (error as Error).message }, 'HTTP call failed; retrying'),
+            this.logger.warn({ fn: target.functionName, retry: retryCount + 1, inMs: waitMs, err: messageOf(error) }, 'HTTP call failed; retrying'),
         },
       )
     } catch (error) {
@@ -175,7 +165,7 @@ export class HttpInvoker implements Invoker {
   }
 
   /** The URL, headers and body for an event. */
-  private requestFor(fn: HttpFunction, event: unknown): { ok: true; url: URL; headers: Record<string, string>; body: string | undefined } | Outcome & { ok: false } {
+  private requestFor(fn: HttpFunction, event: unknown): { ok: true; url: URL; headers: Record<string, string>; body: string | undefined } | Refusal {
     const url = new URL(fn.url)
     if (fn.method === 'GET' || fn.method === 'DELETE') {
       if (!isRecord(event)) return { ok: false, kind: 'bad-request', message: `a ${fn.method} function takes its event in the query string: the event must be an object` }

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import { describeError, lambdaContext, loadHandler, runHandler, type LambdaHandler } from './run-handler.ts'
 import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
+import { messageOf } from '../../shared/errors.ts'
 
 export class InProcessInvoker implements Invoker {
   private readonly handlers = new Map<string, Promise<LambdaHandler>>()
@@ -21,7 +22,7 @@ export class InProcessInvoker implements Invoker {
       await this.handlerFor(target)
       return undefined
     } catch (err) {
-      return (err as Error).message
+      return messageOf(err)
     }
   }
 
@@ -30,7 +31,7 @@ export class InProcessInvoker implements Invoker {
     try {
       handler = await this.handlerFor(target)
     } catch (err) {
-      return { ok: false, kind: 'unavailable', message: `function "${target.functionName}" cannot load: ${(err as Error).message}` }
+      return { ok: false, kind: 'unavailable', message: `function "${target.functionName}" cannot load: ${messageOf(err)}` }
     }
     // One promise and one timer per invocation; no Promise.race and no separate timeout promise.
     return new Promise<Outcome>((resolve) => {

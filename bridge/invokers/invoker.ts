@@ -2,7 +2,7 @@
  * How the bridge calls a function: in process, in a worker thread, on
  * Lambda. An invoker knows functions, not queues.
  */
-import type { ErrorKind } from '../../shared/errors.ts'
+import type { ErrorKind, Refusal } from '../../shared/errors.ts'
 import { BAD_REQUEST_ERROR, INVALID_ARGUMENTS_ERROR, MISSING_CONFIG_ERROR } from '../../shared/handler.ts'
 import type { ResponseMode } from '../../shared/tool-service-schema.ts'
 
@@ -34,7 +34,7 @@ export interface Invocation {
 /** How every invocation ends, as data: the bridge turns it into messages. */
 export type Outcome =
   | { ok: true; /** The returned value as text; '' when the function streamed. */ text: string }
-  | { ok: false; kind: ErrorKind; message: string }
+  | Refusal
 
 export interface Invoker {
   invoke(invocation: Invocation): Promise<Outcome>
