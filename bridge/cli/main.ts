@@ -66,7 +66,7 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
     if (runtime.gateway) console.log(`  MCP: ${runtime.gateway.url}/mcp${settings.mcpToken ? ' (bearer token required)' : ''}`)
     if (flags.register) {
       // The request queues are bound by now: an agent that reads these can reach the tools at once.
-      const registered = await registerOn(await runtime.connectClient(), project.services, { workspace: settings.workspace }).catch(async (err: Error) => {
+      const registered = await registerOn(await runtime.connectClient(), project.services, { workspace: settings.workspace }).catch(async (err: unknown) => {
         await runtime.stop()
         throw err
       })
@@ -82,8 +82,8 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
       console.log(`toolbridge: ${signal}, finishing ${runtime.bridge.inFlight} request(s) in flight`)
       runtime.stop().then(
         () => process.exit(0),
-        (err: Error) => {
-          console.error(`toolbridge: error while stopping: ${err.message}`)
+        (err: unknown) => {
+          console.error(`toolbridge: error while stopping: ${messageOf(err)}`)
           process.exit(1)
         },
       )
