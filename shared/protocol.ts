@@ -2,7 +2,7 @@
  * The wire contract (docs/wire-contract.md): ToolServiceRequest / ToolServiceResponse
  * as UTF-8 JSON bytes, and the `id` property that correlates them.
  */
-import { type ErrorKind, isRecord } from './errors.ts'
+import { ERROR_KINDS, type ErrorKind, isRecord, messageOf } from './errors.ts'
 import { pythonJsonDumps, pythonJsonString } from './python-json.ts'
 
 /** A request as the function sees it: config and arguments parsed to objects. */
@@ -42,6 +42,14 @@ const WIRE_ERROR_TYPE: Record<ErrorKind, string> = {
 
 export const wireErrorType = (kind: ErrorKind): string => WIRE_ERROR_TYPE[kind]
 
+/**
+ * The kind a wire `error.type` stands for: the type itself where it names a
+ * kind, otherwise (TrustGraph's `tool-service-error`, a service's own type)
+ * a failure of the function.
+ */
+export const kindOfWireErrorType = (type: string): ErrorKind =>
+  (ERROR_KINDS as readonly string[]).includes(type) ? (type as ErrorKind) : 'function-error'
+
 export type Decoded<T> = { ok: true; value: T } | { ok: false; message: string }
 
 /** Buffer.from: pooled allocation, ~10x faster than TextEncoder.encode for small messages. */
@@ -59,7 +67,7 @@ export function parseJsonBytes(bytes: Uint8Array): Decoded<unknown> {
   try {
     return { ok: true, value: JSON.parse(text) }
   } catch (err) {
-    return { ok: false, message: `body is not valid JSON: ${(err as Error).message}` }
+    return { ok: false, message: `body is not valid JSON: ${messageOf(err)}` }
   }
 }
 

@@ -4,6 +4,7 @@
  * `class:topicspace:topic` (`request:tg:joke`) — and each backend maps them
  * the way TrustGraph's own backends do, so both sides meet on the same address.
  */
+import { ToolbridgeError } from './errors.ts'
 
 export const QUEUE_CLASSES = ['flow', 'request', 'response', 'notify'] as const
 export type QueueClass = (typeof QUEUE_CLASSES)[number]
@@ -20,8 +21,12 @@ export interface QueueName {
 const PART = /^[A-Za-z0-9._-]+$/
 const PULSAR_URI = /^(persistent|non-persistent):\/\/([^/]+)\/([^/]+)\/(.+)$/
 
-export class QueueNameError extends Error {
-  override name = 'QueueNameError'
+/** A queue name neither spelling allows: a configuration mistake, the same on every try. */
+export class QueueNameError extends ToolbridgeError {
+  constructor(message: string) {
+    super('config', message)
+    this.name = 'QueueNameError'
+  }
 }
 
 function checkPart(name: string, what: string, value: string): string {

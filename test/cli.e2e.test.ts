@@ -110,6 +110,16 @@ describe('toolbridge invoke', () => {
     expect(run.stderr).toContain('tell-joke')
   })
 
+  it.concurrent('refuses a --timeout that is not a positive number of seconds, in one line, exit 1', async ({ expect }) => {
+    const run = await toolbridge('invoke', 'tell-joke', '--arg', 'topic=cats', '--timeout', '0')
+    expect(run).toMatchObject({ code: 1, stdout: '', stderr: 'toolbridge: --timeout: "0" must be a positive number of seconds\n' })
+    // Before trying to reach the broker: nothing listens at this one.
+    for (const command of ['register', 'unregister']) {
+      const registering = await toolbridge(command, '--broker', 'amqp://127.0.0.1:9', '--timeout', 'soon')
+      expect(registering).toMatchObject({ code: 1, stdout: '', stderr: 'toolbridge: --timeout: "soon" must be a positive number of seconds\n' })
+    }
+  })
+
   it.concurrent('refuses an unknown flag with a non-zero exit', async ({ expect }) => {
     const run = await toolbridge('invoke', 'tell-joke', '--no-such-flag')
     expect(run.code).not.toBe(0)

@@ -8,6 +8,7 @@ import {
   encodeResponse,
   errorResponse,
   finalResponse,
+  kindOfWireErrorType,
   MAX_NESTING_DEPTH,
   resultText,
   type Decoded,
@@ -300,6 +301,15 @@ describe('errorResponse', () => {
       })
     })
   }
+
+  it('reads a wire type back as its kind where the type names one, else as a failure of the function', () => {
+    for (const kind of ERROR_KINDS) {
+      expect(kindOfWireErrorType(expectedWireType[kind])).toBe(expectedWireType[kind] === kind ? kind : 'function-error')
+    }
+    expect(kindOfWireErrorType('tool-service-error')).toBe('function-error')
+    expect(kindOfWireErrorType('RuntimeError')).toBe('function-error')
+    expect(kindOfWireErrorType('')).toBe('function-error')
+  })
 })
 
 describe('decodeResponse', () => {

@@ -10,6 +10,7 @@ import type { Settings } from '../project/settings.ts'
 import { functionState, lambdaClient, type LambdaAccess } from '../invokers/lambda-functions.ts'
 import { resolveHandler } from '../invokers/run-handler.ts'
 import { HttpInvoker } from '../invokers/http.ts'
+import { messageOf } from '../../shared/errors.ts'
 
 export interface CheckResult {
   service: string
@@ -49,7 +50,7 @@ export async function checkFunctions(project: Project, settings: Settings): Prom
               const { file } = resolveHandler(project.baseDir, location.handler)
               return { service: spec.id, target: location.handler, ok: true, detail: `found ${file}` }
             } catch (err) {
-              return { service: spec.id, target: location.handler, ok: false, detail: (err as Error).message }
+              return { service: spec.id, target: location.handler, ok: false, detail: messageOf(err) }
             }
         }
       }),

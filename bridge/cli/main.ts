@@ -5,17 +5,30 @@
  */
 import { Command, CommanderError, Option } from 'commander'
 import { descriptors } from '../project/descriptors.ts'
-import { isRecord, ToolbridgeError } from '../../shared/errors.ts'
-import { QUEUE_STYLES, type QueueStyle } from '../../shared/queues.ts'
+import { isRecord, messageOf, ToolbridgeError } from '../../shared/errors.ts'
+import type { QueueStyle } from '../../shared/queues.ts'
 import { checkFunctions } from './check.ts'
 import { RequestClient, ToolCallError } from '../trustgraph/request-client.ts'
 import { loadProject } from '../project/project.ts'
-import { DEFAULT_MAX_IN_FLIGHT, EMBEDDED_DEFAULT_PORT, INVOKERS, PULSAR_CLIENTS, type PulsarSettings, resolveInvokeRoute, resolveSettings, type SettingFlags } from '../project/settings.ts'
+import { DEFAULT_MAX_IN_FLIGHT, EMBEDDED_DEFAULT_PORT, resolveInvokeRoute, resolveSettings, type SettingFlags } from '../project/settings.ts'
 import { callThroughGateway, gatewayTools } from './gateway-client.ts'
 import { createLogger, LOG_LEVELS } from '../support/logger.ts'
 import { startRuntime } from '../runtime.ts'
-import { addTrustgraphCommands, mcpEndpoint, mcpTokenOption, mcpUrlOption, registerOn, workspaceOption } from './trustgraph-commands.ts'
-import { createTransport } from '../transports/create-transport.ts'
+import { connectToTools } from './connect.ts'
+import {
+  addBrokerOptions,
+  addInvokerOptions,
+  invokerOption,
+  lambdaEndpointOption,
+  mcpEndpoint,
+  mcpTokenOption,
+  mcpUrlOption,
+  queuesOption,
+  timeoutMs,
+  timeoutOption,
+  workspaceOption,
+} from './options.ts'
+import { addTrustgraphCommands, registerOn } from './trustgraph-commands.ts'
 import { redact } from '../transports/redact.ts'
 
 const program = new Command('toolbridge')
@@ -23,37 +36,7 @@ const program = new Command('toolbridge')
   .option('-c, --config <file>', 'serverless.yml to read', 'serverless.yml')
   .exitOverride()
 
-const brokerOption = () =>
-  new Option('-b, --broker <url>', 'broker URL (env TOOLBRIDGE_BROKER); default: the embedded broker')
-const invokerOption = () =>
-  new Option('--invoker <kind>', 'where functions run (env TOOLBRIDGE_INVOKER)').choices(INVOKERS)
-const lambdaEndpointOption = () =>
-  new Option(
-    '--lambda-endpoint <url>',
-    'with --invoker lambda: the Lambda API to call, e.g. http://localhost:3002 for serverless-offline (env TOOLBRIDGE_LAMBDA_ENDPOINT); default: AWS, with the standard credential chain',
-  )
-// For pulsar:// brokers: token, advertised listener, and which client library.
-const pulsarTokenOption = () => new Option('--pulsar-token <token>', 'with a pulsar:// broker: token for its token authentication (env PULSAR_TOKEN)')
-const pulsarListenerOption = () =>
-  new Option('--pulsar-listener <name>', "with a pulsar:// broker: the advertised listener to look topics up for (env TOOLBRIDGE_PULSAR_LISTENER), as TrustGraph's --pulsar-listener")
-const pulsarClientOption = () =>
-  new Option('--pulsar-client <kind>', 'with a pulsar:// broker: the built-in TypeScript client, or the optional native pulsar-client addon (env TOOLBRIDGE_PULSAR_CLIENT; default builtin)').choices(PULSAR_CLIENTS)
-const lambdaRetryWindowOption = () =>
-  new Option(
-    '--lambda-retry-window <seconds>',
-    'with --invoker lambda: how long throttled or failing calls are retried before answering with an error (env TOOLBRIDGE_LAMBDA_RETRY_WINDOW; default 60)',
-  )
-
-program
-  .command('start')
-  .description('serve every tool service in serverless.yml')
-  .addOption(brokerOption())
-  .addOption(pulsarTokenOption())
-  .addOption(pulsarListenerOption())
-  .addOption(pulsarClientOption())
-  .addOption(invokerOption())
-  .addOption(lambdaEndpointOption())
-  .addOption(lambdaRetryWindowOption())
+addInvokerOptions(addBrokerOptions(program.command('start').description('serve every tool service in serverless.yml')))
   .option('-p, --port <port>', `HTTP port for /tools, or "off" (env TOOLBRIDGE_PORT); default: ${EMBEDDED_DEFAULT_PORT} on the embedded broker, off otherwise`)
   .option('--host <host>', 'HTTP listen address (env TOOLBRIDGE_HOST)', undefined)
   .option('--drain-timeout <seconds>', 'on SIGINT/SIGTERM, how long to finish requests in flight')
@@ -84,7 +67,7 @@ program
     if (runtime.gateway) console.log(`  MCP: ${runtime.gateway.url}/mcp${settings.mcpToken ? ' (bearer token required)' : ''}`)
     if (flags.register) {
       // The request queues are bound by now: an agent that reads these can reach the tools at once.
-      const registered = await registerOn(await runtime.connectClient(), project.services, { workspace: settings.workspace }).catch(async (err: Error) => {
+      const registered = await registerOn(await runtime.connectClient(), project.services, { workspace: settings.workspace }).catch(async (err: unknown) => {
         await runtime.stop()
         throw err
       })
@@ -100,8 +83,8 @@ program
       console.log(`toolbridge: ${signal}, finishing ${runtime.bridge.inFlight} request(s) in flight`)
       runtime.stop().then(
         () => process.exit(0),
-        (err: Error) => {
-          console.error(`toolbridge: error while stopping: ${err.message}`)
+        (err: unknown) => {
+          console.error(`toolbridge: error while stopping: ${messageOf(err)}`)
           process.exit(1)
         },
       )
@@ -112,21 +95,15 @@ program
 
 const collect = (value: string, previous: string[]) => [...previous, value]
 
-program
+const invokeCommand = program
   .command('invoke <tool>')
   .description('call a tool through the broker and print its answer')
   .option('-a, --arg <key=value>', 'an argument (repeatable)', collect, [] as string[])
   .option('--args <json>', 'arguments as a JSON object')
   .option('-u, --user <user>', 'user to send')
   .option('-s, --stream', 'print chunks as they arrive')
-  .option('--timeout <seconds>', 'how long to wait for the answer', '600')
-  .addOption(brokerOption())
-  .addOption(pulsarTokenOption())
-  .addOption(pulsarListenerOption())
-  .addOption(pulsarClientOption())
-  .addOption(invokerOption())
-  .addOption(lambdaEndpointOption())
-  .addOption(lambdaRetryWindowOption())
+  .addOption(timeoutOption('how long to wait for the answer', 600))
+addInvokerOptions(addBrokerOptions(invokeCommand))
   .option(
     '--url <url>',
     'the HTTP endpoint of a running `toolbridge start` to call through (env TOOLBRIDGE_URL); default: the one on this machine at 127.0.0.1:8080 when it serves the tool and neither --broker nor --invoker is given',
@@ -140,13 +117,11 @@ program
       throw new ToolbridgeError('config', `unknown tool "${toolName}" (tools: ${known})`)
     }
     const args = parseArguments(flags.arg, flags.args)
-    const timeoutSeconds = Number(flags.timeout)
-    if (!(timeoutSeconds > 0)) throw new ToolbridgeError('config', `--timeout: "${flags.timeout}" must be a positive number of seconds`)
     const call = { user: flags.user, config: tool.config, arguments: args }
-    const options = { timeoutMs: timeoutSeconds * 1000, onChunk: flags.stream ? (chunk: string) => void process.stdout.write(chunk) : undefined }
+    const options = { timeoutMs: timeoutMs(flags.timeout), onChunk: flags.stream ? (chunk: string) => void process.stdout.write(chunk) : undefined }
     const printAnswer = (answer: string) => void process.stdout.write(flags.stream ? '\n' : answer + '\n')
 
-    const settings = resolveSettings({ ...flags, port: 'off' })
+    const settings = resolveSettings(flags, process.env, { gateway: false })
     const route = resolveInvokeRoute(flags)
     if (route.via === 'gateway') {
       const token = settings.httpToken
@@ -156,23 +131,22 @@ program
         throw new ToolbridgeError('config', `--url ${route.url}: ${served ? `does not serve "${toolName}"` : 'no toolbridge answers there (or TOOLBRIDGE_HTTP_TOKEN is not its token)'}`)
       }
     }
-    // No broker and no running bridge to go through: serve the call from an embedded bridge in this process.
-    const runtime = route.via === 'broker' ? undefined : await startRuntime(project, settings)
-    const transport = runtime ? await runtime.connectClient() : await connectRemote(settings.broker!, settings.pulsar)
-    const client = new RequestClient(transport, spec)
+    // Through the broker; without one (and no running bridge to go through), from an embedded bridge in this process.
+    const tools = await connectToTools(project, settings)
+    const client = new RequestClient(tools.transport, spec)
     try {
       await client.start()
       printAnswer(await client.call(call, options))
     } finally {
       await client.close()
-      await (runtime ? runtime.stop() : transport.close())
+      await tools.close()
     }
   })
 
 program
   .command('descriptors')
   .description('print the tool-service and tool config objects for TrustGraph')
-  .addOption(new Option('--queues <style>', 'spelling of generated queue names').choices(QUEUE_STYLES).default('logical'))
+  .addOption(queuesOption())
   .addOption(mcpUrlOption())
   .addOption(mcpTokenOption('auth-token for the `mcp` entries'))
   .action((flags: { queues: QueueStyle; mcpUrl?: string; mcpToken?: string }) => {
@@ -181,7 +155,7 @@ program
     console.log(JSON.stringify(descriptors(project.services, flags.queues, mcp), null, 2))
   })
 
-addTrustgraphCommands(program, [brokerOption, pulsarTokenOption, pulsarListenerOption, pulsarClientOption], [invokerOption, lambdaEndpointOption, lambdaRetryWindowOption])
+addTrustgraphCommands(program)
 
 program
   .command('check')
@@ -190,7 +164,7 @@ program
   .addOption(lambdaEndpointOption())
   .action(async (flags: SettingFlags) => {
     const project = loadProject(program.opts().config)
-    const results = await checkFunctions(project, resolveSettings({ ...flags, port: 'off' }))
+    const results = await checkFunctions(project, resolveSettings(flags, process.env, { gateway: false }))
     for (const r of results) console.log(`${r.ok ? 'ok ' : 'BAD'}  ${r.service}  ${r.target}: ${r.detail}`)
     const bad = results.filter((r) => !r.ok).length
     if (bad > 0) throw new ToolbridgeError('config', `${bad} of ${results.length} function${results.length > 1 ? 's' : ''} cannot be called`)
@@ -216,12 +190,6 @@ function parseArguments(pairs: string[], json: string | undefined): Record<strin
   return args
 }
 
-async function connectRemote(broker: string, pulsar: PulsarSettings) {
-  const transport = createTransport(broker, undefined, { logger: createLogger('warn'), pulsar })
-  await transport.connect()
-  return transport
-}
-
 try {
   await program.parseAsync()
 } catch (err) {
@@ -233,7 +201,7 @@ try {
     console.error(`error: ${err.type}: ${err.message}`)
     process.exitCode = 1
   } else {
-    console.error(`toolbridge: ${(err as Error).message}`)
+    console.error(`toolbridge: ${messageOf(err)}`)
     process.exitCode = 1
   }
 }

@@ -4,7 +4,7 @@
  * loop: it ends as an error response like any other outcome.
  */
 import type { ToolServiceSpec } from '../project/tool-services.ts'
-import { isToolbridgeError } from '../../shared/errors.ts'
+import { isToolbridgeError, messageOf } from '../../shared/errors.ts'
 import { decodeRequest, ID_PROPERTY, UNKNOWN_ID } from '../../shared/protocol.ts'
 import { compileEventShape, type EventMapping } from './event-shapes.ts'
 import type { Invoker, Outcome } from '../invokers/invoker.ts'
@@ -75,8 +75,8 @@ export function createBridge(options: BridgeOptions): Bridge {
    * be handed back and redelivered forever.
    */
   function unexpected(served: Served, err: unknown): Outcome {
-    logger.error({ service: served.spec.id, err: (err as Error).message }, 'unexpected error while handling a request')
-    return { ok: false, kind: 'crash', message: `the bridge could not handle this request: ${(err as Error).message}` }
+    logger.error({ service: served.spec.id, err: messageOf(err) }, 'unexpected error while handling a request')
+    return { ok: false, kind: 'crash', message: `the bridge could not handle this request: ${messageOf(err)}` }
   }
 
   /** Everything about a request that needs no waiting: size, decoding, checks, the event. */
@@ -150,7 +150,7 @@ export function createBridge(options: BridgeOptions): Bridge {
         settle('ack')
       } else {
         // Give the request back so it can be answered; never ack and lose it.
-        logger.error({ service: spec.id, tool: taken.tool, id, err: (err as Error).message }, 'could not publish the response; request returned to the queue')
+        logger.error({ service: spec.id, tool: taken.tool, id, err: messageOf(err) }, 'could not publish the response; request returned to the queue')
         settle('nack')
       }
     }

@@ -26,14 +26,13 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { RouteSpec, ShapeSpec } from '../project/tool-services.ts'
-import type { ErrorKind } from '../../shared/errors.ts'
-import { isRecord } from '../../shared/errors.ts'
+import { isRecord, type Refusal } from '../../shared/errors.ts'
 import type { ToolRequest } from '../../shared/protocol.ts'
 import { TEMPLATE_PATH, TEMPLATE_PLACEHOLDER, type AnswerFormat } from '../../shared/tool-service-schema.ts'
 import { httpStatusOutcome, isSuccess } from '../invokers/http-status.ts'
 import type { Outcome } from '../invokers/invoker.ts'
 
-export type EventResult = { ok: true; event: unknown } | { ok: false; kind: ErrorKind; message: string }
+export type EventResult = { ok: true; event: unknown } | Refusal
 
 export interface EventMapping {
   /** The event the function is invoked with. */
@@ -132,7 +131,7 @@ const paramText = (value: unknown) => (typeof value === 'string' ? value : JSON.
  * the `query` arguments from the arguments; the others as a JSON body, or
  * for GET and DELETE in the query string too.
  */
-function httpRequest(route: RouteSpec, request: ToolRequest): { ok: true; value: HttpRequest } | { ok: false; kind: ErrorKind; message: string } {
+function httpRequest(route: RouteSpec, request: ToolRequest): { ok: true; value: HttpRequest } | Refusal {
   const args = request.arguments
   const used = new Set<string>()
   const pathParameters: Record<string, string> = {}

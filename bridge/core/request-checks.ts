@@ -10,10 +10,10 @@
  */
 import { checkArguments, type ArgumentRule } from '../../shared/arguments.ts'
 import type { ToolServiceSpec, ToolSpec } from '../project/tool-services.ts'
-import type { ErrorKind } from '../../shared/errors.ts'
+import type { Refusal } from '../../shared/errors.ts'
 import type { ToolRequest } from '../../shared/protocol.ts'
 
-export type CheckResult = { ok: true; request: ToolRequest } | { ok: false; kind: ErrorKind; message: string }
+export type CheckResult = { ok: true; request: ToolRequest } | Refusal
 
 export type RequestCheck = (request: ToolRequest) => CheckResult
 

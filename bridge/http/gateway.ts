@@ -15,7 +15,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import { toolDescriptor } from '../project/descriptors.ts'
 import type { ToolServiceSpec } from '../project/tool-services.ts'
-import { isRecord } from '../../shared/errors.ts'
+import { isRecord, messageOf, ToolbridgeError } from '../../shared/errors.ts'
 import { ToolCallError, ToolCallTimeoutError } from '../trustgraph/request-client.ts'
 import { bearerMatches } from './bearer.ts'
 import { mcpHttpHandler } from './mcp.ts'
@@ -51,10 +51,12 @@ const STATUS_BY_ERROR_TYPE: Record<string, number> = {
   timeout: 504,
 }
 
-class HttpError extends Error {
+/** A request the gateway refuses, with the status to answer. */
+export class HttpError extends ToolbridgeError {
   readonly status: number
   constructor(status: number, message: string) {
-    super(message)
+    super(status === 413 ? 'too-large' : 'bad-request', message)
+    this.name = 'HttpError'
     this.status = status
   }
 }
@@ -125,7 +127,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       const error =
         err instanceof ToolCallError
           ? { type: err.type, message: err.message }
-          : { type: err instanceof ToolCallTimeoutError ? 'timeout' : 'unavailable', message: (err as Error).message }
+          : { type: err instanceof ToolCallTimeoutError ? 'timeout' : 'unavailable', message: messageOf(err) }
       if (res.headersSent) {
         line({ error })
         res.end()
@@ -169,7 +171,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     route(req, res).catch((err: unknown) => {
       if (res.headersSent) return void res.end()
       const status = err instanceof HttpError ? err.status : 500
-      sendJson(res, status, { error: { type: 'http', message: (err as Error).message } })
+      sendJson(res, status, { error: { type: 'http', message: messageOf(err) } })
     })
   })
   await new Promise<void>((resolve, reject) => {

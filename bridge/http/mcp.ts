@@ -18,7 +18,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { inputSchema } from '../../shared/arguments.ts'
-import { isRecord } from '../../shared/errors.ts'
+import { isRecord, messageOf } from '../../shared/errors.ts'
 import { ToolCallError } from '../trustgraph/request-client.ts'
 import type { ToolCaller } from '../trustgraph/tool-caller.ts'
 import { bearerMatches } from './bearer.ts'
@@ -55,7 +55,7 @@ export function createMcpServer(caller: ToolCaller): Server {
       return { content: [{ type: 'text', text }] }
     } catch (err) {
       // A failed tool is a result the model can read, not a protocol error.
-      const text = err instanceof ToolCallError ? `${err.type}: ${err.message}` : (err as Error).message
+      const text = err instanceof ToolCallError ? `${err.type}: ${err.message}` : messageOf(err)
       return { content: [{ type: 'text', text }], isError: true }
     }
   })

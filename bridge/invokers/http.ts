@@ -23,10 +23,10 @@
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import type { HttpLocation } from '../project/tool-services.ts'
-import { isRecord, isToolbridgeError, ToolbridgeError } from '../../shared/errors.ts'
+import { isRecord, isToolbridgeError, messageOf, type Refusal, ToolbridgeError } from '../../shared/errors.ts'
 import { httpStatusOutcome, isSuccess } from './http-status.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
-import { createRetry, type Retrier, type RetryOptions } from '../support/retry.ts'
+import { createRetry, RetryableAttempt, type Retrier, type RetryOptions } from '../support/retry.ts'
 import type { FunctionTarget, Invocation, Invoker, Outcome } from './invoker.ts'
 
 export const DEFAULT_HTTP_RETRIES = 3
@@ -47,16 +47,6 @@ interface HttpHeaders {
   allHeaders: Record<string, string>
   /** Why it cannot be called (a header's environment variable is not set), if so. */
   problem: string | undefined
-}
-
-/** An attempt worth another: throttled, unavailable, or nothing listened. */
-class RetryableAttempt extends ToolbridgeError {
-  readonly retryAfterMs: number
-  constructor(message: string, retryAfterMs = 0) {
-    super('unavailable', message, { retriable: true })
-    this.name = 'RetryableAttempt'
-    this.retryAfterMs = retryAfterMs
-  }
 }
 
 /** `Retry-After: 120` or an HTTP date -> milliseconds from now; 0 when absent or unreadable. */
@@ -152,7 +142,7 @@ export class HttpInvoker implements Invoker<HttpLocation> {
             if (Date.now() + waitMs >= deadline) {
               return bail(new ToolbridgeError('unavailable', `${message} (Retry-After ${Math.ceil(waitMs / 1000)} s is past the function's timeout)`))
             }
-            throw new RetryableAttempt(message, waitMs)
+            throw new RetryableAttempt(message, { retryAfterMs: waitMs })
           }
           if (!isSuccess(response.status)) return httpStatusOutcome(response.status, await response.text())
           return await this.read(response, target.response === 'stream', forward)
@@ -160,7 +150,7 @@ export class HttpInvoker implements Invoker<HttpLocation> {
         {
           signal: controller.signal,
           onRetry: (error, retryCount, waitMs) =>
-            this.logger.warn({ fn: target.functionName, retry: retryCount + 1, inMs: waitMs, err: (error as Error).message }, 'HTTP call failed; retrying'),
+            this.logger.warn({ fn: target.functionName, retry: retryCount + 1, inMs: waitMs, err: messageOf(error) }, 'HTTP call failed; retrying'),
         },
       )
     } catch (error) {
@@ -182,7 +172,7 @@ export class HttpInvoker implements Invoker<HttpLocation> {
   }
 
   /** The URL, headers and body for an event. */
-  private requestFor(fn: HttpLocation, allHeaders: Record<string, string>, event: unknown): { ok: true; url: URL; headers: Record<string, string>; body: string | undefined } | Outcome & { ok: false } {
+  private requestFor(fn: HttpLocation, allHeaders: Record<string, string>, event: unknown): { ok: true; url: URL; headers: Record<string, string>; body: string | undefined } | Refusal {
     const url = new URL(fn.url)
     if (fn.method === 'GET' || fn.method === 'DELETE') {
       if (!isRecord(event)) return { ok: false, kind: 'bad-request', message: `a ${fn.method} function takes its event in the query string: the event must be an object` }

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto'
 import { describeError, lambdaContext, loadHandler, runHandler, type LambdaHandler } from './run-handler.ts'
 import type { HandlerLocation } from '../project/tool-services.ts'
 import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
+import { messageOf } from '../../shared/errors.ts'
 
 export class InProcessInvoker implements Invoker<HandlerLocation> {
   private readonly handlers = new Map<string, Promise<LambdaHandler>>()
@@ -22,7 +23,7 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
       await this.handlerFor(target)
       return undefined
     } catch (err) {
-      return (err as Error).message
+      return messageOf(err)
     }
   }
 
@@ -31,7 +32,7 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
     try {
       handler = await this.handlerFor(target)
     } catch (err) {
-      return { ok: false, kind: 'unavailable', message: `function "${target.functionName}" cannot load: ${(err as Error).message}` }
+      return { ok: false, kind: 'unavailable', message: `function "${target.functionName}" cannot load: ${messageOf(err)}` }
     }
     // One promise and one timer per invocation; no Promise.race and no separate timeout promise.
     return new Promise<Outcome>((resolve) => {

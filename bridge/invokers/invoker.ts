@@ -2,7 +2,7 @@
  * How the bridge calls a function: in process, in a worker thread, on
  * Lambda, over HTTP. An invoker knows functions, not queues.
  */
-import type { ErrorKind } from '../../shared/errors.ts'
+import type { ErrorKind, Refusal } from '../../shared/errors.ts'
 import { BAD_REQUEST_ERROR, INVALID_ARGUMENTS_ERROR, MISSING_CONFIG_ERROR } from '../../shared/handler.ts'
 import type { ResponseMode } from '../../shared/tool-service-schema.ts'
 import type { FunctionLocation } from '../project/tool-services.ts'
@@ -32,7 +32,7 @@ export interface Invocation<L extends FunctionLocation = FunctionLocation> {
 /** How every invocation ends, as data: the bridge turns it into messages. */
 export type Outcome =
   | { ok: true; /** The returned value as text; '' when the function streamed. */ text: string }
-  | { ok: false; kind: ErrorKind; message: string }
+  | Refusal
 
 /**
  * Calls functions at one kind of location (`L`), or at any. Properties rather

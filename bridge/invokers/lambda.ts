@@ -26,10 +26,10 @@
  * SDK's own retries would: Lambda offers no idempotency key for Invoke.
  */
 import { InvokeCommand, InvokeWithResponseStreamCommand, LambdaClient, type LambdaClientConfig } from '@aws-sdk/client-lambda'
-import { isRecord, isToolbridgeError, ToolbridgeError } from '../../shared/errors.ts'
+import { isRecord, isToolbridgeError, messageOf, ToolbridgeError } from '../../shared/errors.ts'
 import { resultText } from '../../shared/protocol.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
-import { createRetry, type Retrier, type RetryOptions } from '../support/retry.ts'
+import { createRetry, RetryableAttempt, type Retrier, type RetryOptions } from '../support/retry.ts'
 import type { FunctionLocation } from '../project/tool-services.ts'
 import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
 
@@ -58,17 +58,6 @@ export interface LambdaInvokerOptions {
 }
 
 const DUMMY_CREDENTIALS = { accessKeyId: 'toolbridge', secretAccessKey: 'toolbridge' }
-
-/** A failed attempt worth another: throttled, a 5xx, or the network. */
-class RetryableCall extends ToolbridgeError {
-  readonly retryAfterMs: number
-
-  constructor(message: string, cause: unknown, retryAfterMs = 0) {
-    super('unavailable', message, { cause, retriable: true })
-    this.name = 'RetryableCall'
-    this.retryAfterMs = retryAfterMs
-  }
-}
 
 /** What an error thrown by the SDK (or while reading a stream) means for the call. */
 type Failure =
@@ -179,7 +168,7 @@ export class LambdaInvoker implements Invoker<OnLambda> {
       await this.client.config.region()
       return undefined
     } catch (err) {
-      return `no AWS region for Lambda: set AWS_REGION (${(err as Error).message})`
+      return `no AWS region for Lambda: set AWS_REGION (${messageOf(err)})`
     }
   }
 
@@ -226,7 +215,7 @@ export class LambdaInvoker implements Invoker<OnLambda> {
               if (networkFailures > this.networkRetries) {
                 return bail(new ToolbridgeError('unavailable', `${what}: gave up after ${networkFailures} network failures: ${failure.message}`, { cause: error }))
               }
-              throw new RetryableCall(failure.message, error)
+              throw new RetryableAttempt(failure.message, { cause: error })
             }
             const elapsed = Date.now() - started
             if (elapsed + Math.max(retryTime, failure.retryAfterMs) > this.retryWindowMs) {
@@ -239,7 +228,7 @@ export class LambdaInvoker implements Invoker<OnLambda> {
                 ),
               )
             }
-            throw new RetryableCall(failure.message, error, failure.retryAfterMs)
+            throw new RetryableAttempt(failure.message, { cause: error, retryAfterMs: failure.retryAfterMs })
           } finally {
             clearTimeout(timer)
             this.inFlight.delete(controller)
@@ -247,12 +236,12 @@ export class LambdaInvoker implements Invoker<OnLambda> {
         },
         {
           onRetry: (error, retryCount, waitMs) =>
-            this.logger.warn({ fn: lambdaName, retry: retryCount + 1, inMs: waitMs, err: (error as Error).message }, 'Lambda call failed; retrying'),
+            this.logger.warn({ fn: lambdaName, retry: retryCount + 1, inMs: waitMs, err: messageOf(error) }, 'Lambda call failed; retrying'),
         },
       )
     } catch (error) {
       if (isToolbridgeError(error)) return { ok: false, kind: error.kind, message: error.message }
-      return { ok: false, kind: 'unavailable', message: `calling "${lambdaName}": ${(error as Error).message}` }
+      return { ok: false, kind: 'unavailable', message: `calling "${lambdaName}": ${messageOf(error)}` }
     }
   }
 

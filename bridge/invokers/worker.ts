@@ -6,6 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { describeError, lambdaContext, loadHandler, type LambdaHandler } from './run-handler.ts'
 import { runHandler } from './run-handler.ts'
+import { messageOf } from '../../shared/errors.ts'
 
 export interface WorkerSetup {
   baseDir: string
@@ -31,7 +32,7 @@ try {
   handler = await loadHandler(setup.baseDir, setup.handler)
   send({ type: 'ready' })
 } catch (err) {
-  send({ type: 'load-error', message: (err as Error).message })
+  send({ type: 'load-error', message: messageOf(err) })
 }
 
 port.on('message', async (message: ToWorker) => {

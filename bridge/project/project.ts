@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { parse as parseYaml, YAMLParseError } from 'yaml'
-import { ConfigError } from '../../shared/errors.ts'
+import { ConfigError, messageOf } from '../../shared/errors.ts'
 import { readToolServices, type ToolServiceSpec } from './tool-services.ts'
 
 export interface Project {
@@ -21,7 +21,7 @@ export function loadProject(path: string): Project {
   try {
     text = readFileSync(file, 'utf8')
   } catch (err) {
-    throw new ConfigError(path, `cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    throw new ConfigError(path, `cannot read: ${(err as NodeJS.ErrnoException).code ?? messageOf(err)}`)
   }
   let doc: unknown
   try {

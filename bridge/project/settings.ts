@@ -17,6 +17,7 @@ export const EMBEDDED_DEFAULT_PORT = 8080
 
 export interface Settings {
   broker: string | undefined
+  /** The HTTP gateway's port; undefined: no gateway. */
   port: number | undefined
   host: string
   invoker: InvokerKind
@@ -160,10 +161,14 @@ export function checkInFlightCap(services: ToolServiceSpec[], limits: Limits): v
   )
 }
 
-/** Flags win over the environment (TOOLBRIDGE_BROKER, TOOLBRIDGE_PORT, ...), which wins over defaults. */
-export function resolveSettings(flags: SettingFlags, env: Env = process.env): Settings {
+/**
+ * Flags win over the environment (TOOLBRIDGE_BROKER, TOOLBRIDGE_PORT, ...), which wins over defaults.
+ * `gateway: false` is for a command that only calls tools: it opens no HTTP gateway, whatever --port
+ * or TOOLBRIDGE_PORT say.
+ */
+export function resolveSettings(flags: SettingFlags, env: Env = process.env, { gateway = true }: { gateway?: boolean } = {}): Settings {
   const broker = flags.broker ?? (env.TOOLBRIDGE_BROKER || undefined)
-  const port = flags.port ?? env.TOOLBRIDGE_PORT ?? (broker === undefined ? String(EMBEDDED_DEFAULT_PORT) : undefined)
+  const port = gateway ? (flags.port ?? env.TOOLBRIDGE_PORT ?? (broker === undefined ? String(EMBEDDED_DEFAULT_PORT) : undefined)) : undefined
   const drain = flags.drainTimeout ?? env.TOOLBRIDGE_DRAIN_TIMEOUT
   return {
     broker,

@@ -68,6 +68,20 @@ export class RetriesExhaustedError extends ToolbridgeError {
   }
 }
 
+/**
+ * A failed attempt worth another (throttled, a 5xx, a refused connection):
+ * what an attempt throws to be retried, waiting at least `retryAfterMs`.
+ */
+export class RetryableAttempt extends ToolbridgeError {
+  readonly retryAfterMs: number
+
+  constructor(message: string, options: { cause?: unknown; retryAfterMs?: number } = {}) {
+    super('unavailable', message, { cause: options.cause, retriable: true })
+    this.name = 'RetryableAttempt'
+    this.retryAfterMs = options.retryAfterMs ?? 0
+  }
+}
+
 const PROGRAMMING_ERRORS = new Set(['TypeError', 'ReferenceError', 'SyntaxError', 'RangeError'])
 
 /** Whether trying again could help: not a bug, and not marked `retriable: false`. */

@@ -25,6 +25,7 @@ import {
 import { ID_PROPERTY, UNKNOWN_ID } from '../../shared/protocol.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
 import type { Consumer, Delivery, Transport } from '../transports/transport.ts'
+import { messageOf } from '../../shared/errors.ts'
 
 /** TrustGraph's config service id, which is also its request subscription. */
 export const CONFIG_SERVICE_SUBSCRIPTION = 'config-svc'
@@ -158,14 +159,14 @@ export async function startConfigService(options: ConfigServiceOptions): Promise
       try {
         response = await answer(decoded.value)
       } catch (err) {
-        response = failure('config-error', (err as Error).message)
+        response = failure('config-error', messageOf(err))
       }
     }
     if (response.error) logger.warn({ id, type: response.error.type }, `config request refused: ${response.error.message}`)
     try {
       await transport.publish(CONFIG_RESPONSE_QUEUE, encodeConfigResponse(response), { [ID_PROPERTY]: id })
     } catch (err) {
-      logger.error({ id, err: (err as Error).message }, 'could not publish a config response')
+      logger.error({ id, err: messageOf(err) }, 'could not publish a config response')
     }
     delivery.ack()
   }

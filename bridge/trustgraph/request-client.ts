@@ -5,7 +5,8 @@
  * chunks concatenated until `end_of_stream` for a streaming one.
  */
 import { randomUUID } from 'node:crypto'
-import { decodeResponse, encodeRequest, ID_PROPERTY } from '../../shared/protocol.ts'
+import { ToolbridgeError } from '../../shared/errors.ts'
+import { decodeResponse, encodeRequest, ID_PROPERTY, kindOfWireErrorType } from '../../shared/protocol.ts'
 import type { Consumer, Transport } from '../transports/transport.ts'
 
 export const DEFAULT_CLIENT_TIMEOUT_MS = 600_000 // TrustGraph's ToolServiceClient default
@@ -22,18 +23,25 @@ export interface CallOptions {
   onChunk?: (text: string) => void
 }
 
-/** An error response from the service: its wire `type` and `message`. */
-export class ToolCallError extends Error {
-  override name = 'ToolCallError'
+/**
+ * An error response from the service: its wire `type` and `message`. Not
+ * retriable: the service has answered, and calling again could run the tool twice.
+ */
+export class ToolCallError extends ToolbridgeError {
   readonly type: string
   constructor(type: string, message: string) {
-    super(message)
+    super(kindOfWireErrorType(type), message)
+    this.name = 'ToolCallError'
     this.type = type
   }
 }
 
-export class ToolCallTimeoutError extends Error {
-  override name = 'ToolCallTimeoutError'
+/** No answer in time. Not retriable either: the tool may be running still. */
+export class ToolCallTimeoutError extends ToolbridgeError {
+  constructor(message: string) {
+    super('timeout', message)
+    this.name = 'ToolCallTimeoutError'
+  }
 }
 
 interface Pending {
