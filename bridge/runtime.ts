@@ -37,7 +37,7 @@ export function createInvoker(settings: Pick<Settings, 'invoker' | 'lambda'>, ba
     case 'in-process':
       return new InProcessInvoker(baseDir)
     case 'local':
-      return new WorkerThreadInvoker(baseDir)
+      return new WorkerThreadInvoker(baseDir, { logger })
     case 'lambda':
       return new LambdaInvoker({ ...settings.lambda, logger })
   }

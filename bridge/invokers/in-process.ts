@@ -1,19 +1,33 @@
 /**
  * Runs handlers in the bridge's own event loop: the fastest path, for
- * trusted code. A timeout answers the request but cannot stop the handler,
- * and a handler that blocks the loop blocks the bridge: use the worker-thread
- * invoker (`local.ts`) for isolation.
+ * trusted code. A timeout answers the request and closes a streamed result
+ * at its next chunk, but cannot stop a handler's own work; a handler that
+ * blocks the loop blocks the bridge; functions share the bridge's
+ * environment variables (their `environment:` is not applied) and its
+ * process (the composition root keeps a late uncaught exception from
+ * ending it). Use the worker-thread invoker (`local.ts`) for isolation.
  */
 import { randomUUID } from 'node:crypto'
-import { describeError, lambdaContext, loadHandler, runHandler, type LambdaHandler } from './run-handler.ts'
+import { messageOf } from '../../shared/errors.ts'
+import {
+  DEFAULT_MAX_STREAM_BYTES,
+  describeError,
+  lambdaContext,
+  loadHandler,
+  runHandler,
+  StreamTooLarge,
+  type LambdaHandler,
+} from './run-handler.ts'
 import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
 
 export class InProcessInvoker implements Invoker {
   private readonly handlers = new Map<string, Promise<LambdaHandler>>()
   private readonly baseDir: string
+  private readonly maxStreamBytes: number
 
-  constructor(baseDir: string) {
+  constructor(baseDir: string, options: { maxStreamBytes?: number } = {}) {
     this.baseDir = baseDir
+    this.maxStreamBytes = options.maxStreamBytes ?? DEFAULT_MAX_STREAM_BYTES
   }
 
   async prepare(target: FunctionTarget): Promise<string | undefined> {
@@ -21,7 +35,7 @@ export class InProcessInvoker implements Invoker {
       await this.handlerFor(target)
       return undefined
     } catch (err) {
-      return (err as Error).message
+      return messageOf(err)
     }
   }
 
@@ -30,15 +44,17 @@ export class InProcessInvoker implements Invoker {
     try {
       handler = await this.handlerFor(target)
     } catch (err) {
-      return { ok: false, kind: 'unavailable', message: `function "${target.functionName}" cannot load: ${(err as Error).message}` }
+      return { ok: false, kind: 'unavailable', message: `function "${target.functionName}" cannot load: ${messageOf(err)}` }
     }
     // One promise and one timer per invocation; no Promise.race and no separate timeout promise.
     return new Promise<Outcome>((resolve) => {
       let finished = false
+      const over = new AbortController()
       const finish = (outcome: Outcome) => {
         if (finished) return
         finished = true
         clearTimeout(timer)
+        over.abort()
         resolve(outcome)
       }
       const timer = setTimeout(
@@ -46,11 +62,13 @@ export class InProcessInvoker implements Invoker {
         target.timeoutMs,
       )
       const context = lambdaContext(target.functionName, randomUUID(), target.timeoutMs)
+      const run = { maxStreamBytes: this.maxStreamBytes, signal: over.signal }
       runHandler(handler, event, context, (text) => {
         if (!finished) onChunk(text)
-      }).then(
+      }, run).then(
         (text) => finish({ ok: true, text }),
         (error: unknown) => {
+          if (error instanceof StreamTooLarge) return finish({ ok: false, kind: 'too-large', message: error.message })
           const { errorType, errorMessage } = describeError(error)
           finish(functionError(errorType, errorMessage))
         },
