@@ -10,10 +10,10 @@ import type { FunctionTarget } from './invoker.ts'
 /** Taken from the bridge's environment when set: none of them is a secret. */
 const FROM_HOST = ['PATH', 'HOME', 'TMPDIR', 'TEMP', 'TMP', 'LANG', 'LC_ALL', 'TZ', 'AWS_REGION', 'AWS_DEFAULT_REGION']
 
-export function functionEnvironment(target: FunctionTarget, baseDir: string, host: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function functionEnvironment(target: FunctionTarget, baseDir: string): Record<string, string> {
   const environment: Record<string, string> = {}
   for (const name of FROM_HOST) {
-    const value = host[name]
+    const value = process.env[name]
     if (value !== undefined) environment[name] = value
   }
   environment.AWS_LAMBDA_FUNCTION_NAME = target.lambdaName
