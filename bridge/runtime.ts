@@ -2,6 +2,7 @@
  * Puts the parts together: transport, invoker, bridge and (optionally) the
  * HTTP gateway, from a project and its settings.
  */
+import { messageOf } from '../shared/errors.ts'
 import type { Project } from './project/project.ts'
 import { checkInFlightCap, type Settings } from './project/settings.ts'
 import { createMetrics, type Metrics } from './support/metrics.ts'
@@ -25,6 +26,27 @@ export interface Runtime {
   /** Makes another connection to the same broker, for clients. */
   connectClient(): Promise<Transport>
   stop(): Promise<void>
+}
+
+/**
+ * In-process functions share the bridge's process: an exception their timers
+ * or callbacks throw after the handler returned (or a promise they leave
+ * rejected) is the process's, and by default would end it. While such
+ * functions run, it is logged with a running count and the bridge keeps
+ * serving. Returns the way to remove the guard.
+ */
+function guardAgainstLateFunctionErrors(logger: Logger): () => void {
+  let count = 0
+  const onError = (err: unknown) => {
+    count++
+    logger.error({ err: messageOf(err), uncaught: count }, 'uncaught error outside any request (an in-process function\'s timer or callback?); the bridge keeps serving')
+  }
+  process.on('uncaughtException', onError)
+  process.on('unhandledRejection', onError)
+  return () => {
+    process.off('uncaughtException', onError)
+    process.off('unhandledRejection', onError)
+  }
 }
 
 export async function startRuntime(
@@ -51,6 +73,7 @@ export async function startRuntime(
     metrics,
     scrubErrorMessage: settings.debug ? undefined : createPathScrubber(project.baseDir),
   })
+  const unguard = settings.invoker === 'in-process' ? guardAgainstLateFunctionErrors(logger) : undefined
   await bridge.start()
   const clientTransports: Transport[] = []
   const connectClient = async () => {
@@ -86,6 +109,7 @@ export async function startRuntime(
       await gateway?.close()
       await configService?.stop()
       await Promise.all(clientTransports.map((t) => t.close()))
+      unguard?.()
     },
   }
 }

@@ -118,6 +118,7 @@ describe('readToolServices', () => {
       concurrency: 8,
       timeoutMs: 30_000,
       memoryMb: undefined,
+      environment: {},
       tools: [
         {
           name: 'tell-joke',

@@ -41,6 +41,7 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
   .option('--host <host>', 'HTTP listen address (env TOOLBRIDGE_HOST)', undefined)
   .option('--drain-timeout <seconds>', 'on SIGINT/SIGTERM, how long to finish requests in flight')
   .option('--max-request-bytes <bytes>', "requests larger than this get a too-large error (env TOOLBRIDGE_MAX_REQUEST_BYTES); default: the broker's message limit")
+  .option('--max-stream-bytes <bytes>', 'a streamed answer is cut with a too-large error past this many bytes (env TOOLBRIDGE_MAX_STREAM_BYTES); default: 20 MiB')
   .option(
     '--max-in-flight <n>',
     `cap on requests in flight across all services: their concurrency may not add up to more (env TOOLBRIDGE_MAX_IN_FLIGHT; default ${DEFAULT_MAX_IN_FLIGHT})`,

@@ -35,7 +35,11 @@ export interface Bridge {
   /** Stops taking requests, drains those in flight, closes transport and invoker. */
   stop(): Promise<void>
   readonly inFlight: number
-  /** Every request queue subscribed and the broker connected; false before start, while reconnecting and from stop on. */
+  /**
+   * Every request queue subscribed, the broker connected and every function
+   * loaded (one that could not load at start counts once it has answered);
+   * false before start, while reconnecting and from stop on.
+   */
   readonly ready: boolean
 }
 
@@ -61,6 +65,8 @@ export function createBridge(options: BridgeOptions): Bridge {
   const metrics = options.metrics ?? noMetrics
   const scrub = options.scrubErrorMessage
   let serving = false
+  /** Services whose function could not load at start and has not answered since. */
+  const unloadable = new Set<string>()
   const consumers: Consumer[] = []
   /** Deliveries being worked on, and a way to give each back if the drain runs out. */
   const inFlight = new LinkedList<() => void>()
@@ -138,6 +144,7 @@ export function createBridge(options: BridgeOptions): Bridge {
         metrics.chunkPublished()
       }
       const outcome = taken.refused ?? (await invoke(served, taken.event, onChunk))
+      if (outcome.ok) unloadable.delete(spec.id)
       if (settled) return
       if (!outcome.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: outcome.kind }, outcome.message)
       await responder.finish(outcome.ok || !scrub ? outcome : { ...outcome, message: scrub(outcome.message) })
@@ -162,7 +169,7 @@ export function createBridge(options: BridgeOptions): Bridge {
     },
 
     get ready() {
-      return serving && (transport.ready ?? true)
+      return serving && unloadable.size === 0 && (transport.ready ?? true)
     },
 
     async start() {
@@ -170,7 +177,9 @@ export function createBridge(options: BridgeOptions): Bridge {
       await Promise.all(
         services.map(async (spec) => {
           const loadError = await invoker.prepare(spec)
-          if (loadError) logger.error({ service: spec.id, fn: spec.functionName }, `function cannot load: ${loadError}`)
+          if (!loadError) return
+          unloadable.add(spec.id)
+          logger.error({ service: spec.id, fn: spec.functionName }, `function cannot load: ${loadError}`)
         }),
       )
       for (const spec of services) {

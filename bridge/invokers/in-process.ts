@@ -1,21 +1,34 @@
 /**
  * Runs handlers in the bridge's own event loop: the fastest path, for
- * trusted code. A timeout answers the request but cannot stop the handler,
- * and a handler that blocks the loop blocks the bridge: use the worker-thread
- * invoker (`local.ts`) for isolation.
+ * trusted code. A timeout answers the request and closes a streamed result
+ * at its next chunk, but cannot stop a handler's own work; a handler that
+ * blocks the loop blocks the bridge; functions share the bridge's
+ * environment variables (their `environment:` is not applied) and its
+ * process (the composition root keeps a late uncaught exception from
+ * ending it). Use the worker-thread invoker (`local.ts`) for isolation.
  */
 import { randomUUID } from 'node:crypto'
-import { describeError, lambdaContext, loadHandler, runHandler, type LambdaHandler } from './run-handler.ts'
+import { messageOf } from '../../shared/errors.ts'
+import {
+  DEFAULT_MAX_STREAM_BYTES,
+  describeError,
+  lambdaContext,
+  loadHandler,
+  runHandler,
+  StreamTooLarge,
+  type LambdaHandler,
+} from './run-handler.ts'
 import type { HandlerLocation } from '../project/tool-services.ts'
 import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
-import { messageOf } from '../../shared/errors.ts'
 
 export class InProcessInvoker implements Invoker<HandlerLocation> {
   private readonly handlers = new Map<string, Promise<LambdaHandler>>()
   private readonly baseDir: string
+  private readonly maxStreamBytes: number
 
-  constructor(baseDir: string) {
+  constructor(baseDir: string, options: { maxStreamBytes?: number } = {}) {
     this.baseDir = baseDir
+    this.maxStreamBytes = options.maxStreamBytes ?? DEFAULT_MAX_STREAM_BYTES
   }
 
   async prepare(target: FunctionTarget<HandlerLocation>): Promise<string | undefined> {
@@ -37,10 +50,12 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
     // One promise and one timer per invocation; no Promise.race and no separate timeout promise.
     return new Promise<Outcome>((resolve) => {
       let finished = false
+      const over = new AbortController()
       const finish = (outcome: Outcome) => {
         if (finished) return
         finished = true
         clearTimeout(timer)
+        over.abort()
         resolve(outcome)
       }
       const timer = setTimeout(
@@ -48,11 +63,13 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
         target.timeoutMs,
       )
       const context = lambdaContext(target.functionName, randomUUID(), target.timeoutMs)
+      const run = { maxStreamBytes: this.maxStreamBytes, signal: over.signal }
       runHandler(handler, event, context, (text) => {
         if (!finished) onChunk(text)
-      }).then(
+      }, run).then(
         (text) => finish({ ok: true, text }),
         (error: unknown) => {
+          if (error instanceof StreamTooLarge) return finish({ ok: false, kind: 'too-large', message: error.message })
           const { errorType, errorMessage } = describeError(error)
           finish(functionError(errorType, errorMessage))
         },

@@ -11,7 +11,7 @@ import { silentLogger, type Logger } from '../support/logger.ts'
 import type { FunctionTarget, Invocation, Invoker, Outcome } from './invoker.ts'
 
 export interface LocationInvokerOptions {
-  settings: Pick<Settings, 'invoker' | 'lambda' | 'env'>
+  settings: Pick<Settings, 'invoker' | 'lambda' | 'env'> & { limits: Pick<Settings['limits'], 'maxStreamBytes'> }
   /** Directory of serverless.yml: handlers are relative to it. */
   baseDir: string
   logger?: Logger
@@ -22,11 +22,11 @@ async function handlerInvoker({ settings, baseDir, logger }: Required<LocationIn
   switch (settings.invoker) {
     case 'local': {
       const { WorkerThreadInvoker } = await import('./local.ts')
-      return new WorkerThreadInvoker(baseDir)
+      return new WorkerThreadInvoker(baseDir, { logger, maxStreamBytes: settings.limits.maxStreamBytes })
     }
     case 'in-process': {
       const { InProcessInvoker } = await import('./in-process.ts')
-      return new InProcessInvoker(baseDir)
+      return new InProcessInvoker(baseDir, { maxStreamBytes: settings.limits.maxStreamBytes })
     }
     case 'lambda': {
       const { LambdaInvoker } = await import('./lambda.ts')

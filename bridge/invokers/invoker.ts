@@ -19,6 +19,8 @@ export interface FunctionTarget<L extends FunctionLocation = FunctionLocation> {
   concurrency: number
   /** Lambda's `memorySize` in MB, if set: in worker threads, each environment's heap limit. */
   memoryMb?: number | undefined
+  /** Variables from serverless.yml `environment:` (provider's, then the function's); worker threads apply them. */
+  environment?: Record<string, string> | undefined
 }
 
 export interface Invocation<L extends FunctionLocation = FunctionLocation> {

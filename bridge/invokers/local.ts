@@ -2,20 +2,36 @@
  * Runs handlers in worker threads, Lambda-like: each worker is one execution
  * environment of one function, handles one invocation at a time and keeps
  * its module state between them. A function that throws becomes an error
- * response; one that times out, loops forever or kills its thread has its
- * worker terminated and replaced, and the bridge keeps serving.
+ * response; one that times out, loops forever, floods a stream, outgrows its
+ * memorySize or kills its thread has its worker terminated and replaced, and
+ * the bridge keeps serving. A worker sees only its function's environment
+ * variables (function-environment.ts). Worker threads share the bridge's
+ * process: they contain faults, they are not a security boundary.
  */
 import { randomUUID } from 'node:crypto'
+import { setFlagsFromString } from 'node:v8'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
 import type { HandlerLocation } from '../project/tool-services.ts'
+import { silentLogger, type Logger } from '../support/logger.ts'
+import { functionEnvironment } from './function-environment.ts'
 import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
+import { DEFAULT_MAX_STREAM_BYTES } from './run-handler.ts'
 import type { FromWorker, ToWorker, WorkerSetup } from './worker.ts'
 
 const WORKER_SCRIPT = new URL('./worker.ts', import.meta.url)
+const MB = 1024 * 1024
+const CREDIT: ToWorker = { type: 'credit' }
 
 interface Running {
   finish(outcome: Outcome): void
   onChunk(text: string): void
+}
+
+interface EnvironmentOptions {
+  setup: WorkerSetup
+  memoryMb: number | undefined
+  env: Record<string, string>
+  logger: Logger
 }
 
 /** One worker thread and the invocation it is running, if any. */
@@ -25,53 +41,97 @@ class Environment {
   readonly ready: Promise<string | undefined>
   running: Running | undefined
   dead = false
+  private readonly options: EnvironmentOptions
+  private readonly onDeath: (env: Environment) => void
+  private markReady: (error: string | undefined) => void = () => {}
+  /** The heap limit V8 gave the worker, as the worker measured it. */
+  private heapLimitMb: number | undefined
 
-  constructor(setup: WorkerSetup, resourceLimits: ResourceLimits | undefined, onDeath: (env: Environment) => void) {
-    this.worker = new Worker(WORKER_SCRIPT, { workerData: setup, stdout: false, stderr: false, resourceLimits })
-    let markReady: (error: string | undefined) => void
-    this.ready = new Promise((resolve) => (markReady = resolve))
-    const die = (message: string) => {
-      if (this.dead) return
-      this.dead = true
-      markReady(message)
-      this.running?.finish({ ok: false, kind: 'crash', message: `function "${setup.functionName}" crashed: ${message}` })
-      onDeath(this)
-    }
-    this.worker.on('message', (message: FromWorker) => {
-      switch (message.type) {
-        case 'ready':
-          return markReady(undefined)
-        case 'load-error':
-          markReady(message.message)
-          return void this.worker.terminate()
-        case 'chunk':
-          return this.running?.onChunk(message.text)
-        case 'done':
-          return this.running?.finish({ ok: true, text: message.text })
-        case 'error':
-          return this.running?.finish(functionError(message.errorType, message.errorMessage))
-      }
+  constructor(options: EnvironmentOptions, onDeath: (env: Environment) => void) {
+    this.options = options
+    this.onDeath = onDeath
+    this.ready = new Promise((resolve) => (this.markReady = resolve))
+    this.worker = new Worker(WORKER_SCRIPT, {
+      workerData: options.setup,
+      env: options.env,
+      stdout: false,
+      stderr: false,
+      resourceLimits: resourceLimitsFor(options.memoryMb),
     })
+    this.worker.on('message', (message: FromWorker) => this.take(message))
     this.worker.on('error', (err: Error & { code?: string }) =>
-      die(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `it ran out of memory (memorySize ${resourceLimits?.maxOldGenerationSizeMb} MB)` : `${err.name}: ${err.message}`),
+      this.die(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `it ran out of memory (${this.limits()})` : `${err.name}: ${err.message}`),
     )
-    this.worker.on('exit', (code) => die(`its worker exited with code ${code}`))
+    this.worker.on('exit', (code) => this.die(`its worker exited with code ${code}`))
+  }
+
+  private take(message: FromWorker): void {
+    switch (message.type) {
+      case 'ready':
+        this.heapLimitMb = Math.round(message.heapLimitBytes / MB)
+        return this.markReady(undefined)
+      case 'load-error':
+        this.dead = true // ended on purpose: the pool discards it
+        this.markReady(message.message)
+        return void this.worker.terminate()
+      case 'chunk':
+        this.worker.postMessage(CREDIT)
+        return this.running?.onChunk(message.text)
+      default: {
+        const { memoryMb } = this.options
+        if (memoryMb !== undefined && message.arrayBufferBytes > memoryMb * MB) {
+          void this.worker.terminate()
+          const kept = Math.round(message.arrayBufferBytes / MB)
+          return this.die(`it ran out of memory (${kept} MB of Buffer/ArrayBuffer memory kept after the invocation; memorySize ${memoryMb} MB)`)
+        }
+        return this.running?.finish(
+          message.type === 'done'
+            ? { ok: true, text: message.text }
+            : message.type === 'too-large'
+              ? { ok: false, kind: 'too-large', message: message.message }
+              : functionError(message.errorType, message.errorMessage),
+        )
+      }
+    }
+  }
+
+  private limits(): string {
+    const heap = this.heapLimitMb === undefined ? '' : `heap limit ${this.heapLimitMb} MB`
+    if (this.options.memoryMb === undefined) return heap || 'no memorySize'
+    return `memorySize ${this.options.memoryMb} MB${heap && `, ${heap}`}`
+  }
+
+  private die(message: string): void {
+    if (this.dead) return
+    this.dead = true
+    this.markReady(message)
+    const { functionName } = this.options.setup
+    if (this.running) {
+      this.running.finish({ ok: false, kind: 'crash', message: `function "${functionName}" crashed: ${message}` })
+    } else {
+      this.options.logger.warn({ fn: functionName }, `function "${functionName}": a worker thread ended between invocations (${message}); the next invocation starts a new one`)
+    }
+    this.onDeath(this)
+  }
+
+  /** Ends the environment on purpose (timeout, load failure, shutdown): no crash to report. */
+  end(): Promise<number> {
+    this.dead = true
+    return this.worker.terminate()
   }
 }
 
-/** The environments of one function, at most `concurrency` of them. */
+/** The environments of one function, at most `max` of them. */
 class Pool {
   private readonly idle: Environment[] = []
   private readonly all = new Set<Environment>()
   private readonly waiting: ((env: Environment) => void)[] = []
-  private readonly setup: WorkerSetup
   private readonly max: number
-  private readonly resourceLimits: ResourceLimits | undefined
+  private readonly create: (onDeath: (env: Environment) => void) => Environment
 
-  constructor(setup: WorkerSetup, max: number, resourceLimits: ResourceLimits | undefined) {
-    this.setup = setup
+  constructor(max: number, create: (onDeath: (env: Environment) => void) => Environment) {
     this.max = max
-    this.resourceLimits = resourceLimits
+    this.create = create
   }
 
   acquire(): Promise<Environment> {
@@ -90,21 +150,18 @@ class Pool {
 
   /** Ends an environment (timeout, load failure); a waiting invocation gets a fresh one. */
   discard(env: Environment): void {
-    if (!env.dead) {
-      env.dead = true
-      void env.worker.terminate()
-    }
+    if (!env.dead) void env.end()
     this.forget(env)
   }
 
   spawn(): Environment {
-    const env = new Environment(this.setup, this.resourceLimits, (dead) => this.forget(dead))
+    const env = this.create((dead) => this.forget(dead))
     this.all.add(env)
     return env
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.all].map((env) => env.worker.terminate()))
+    await Promise.all([...this.all].map((env) => env.end()))
   }
 
   private forget(env: Environment): void {
@@ -128,12 +185,34 @@ function resourceLimitsFor(memoryMb: number | undefined): ResourceLimits | undef
 }
 const YOUNG_GENERATION_MB = 8
 
+/**
+ * `--max-old-space-size` and its kin (from NODE_OPTIONS, say) are V8 flags of
+ * the whole process, and V8 lets them override every worker's
+ * resourceLimits: a 128 MB function would get the bridge's heap. Cleared
+ * before any worker starts so that memorySize is each worker's limit; the
+ * main thread's heap was sized when the process started and keeps its limit.
+ */
+function clearHeapSizeFlags(): void {
+  for (const flag of ['--max-old-space-size=0', '--max-semi-space-size=0', '--max-heap-size=0']) setFlagsFromString(flag)
+}
+
+export interface WorkerThreadOptions {
+  logger?: Logger
+  /** Bytes one invocation may stream (default DEFAULT_MAX_STREAM_BYTES). */
+  maxStreamBytes?: number
+}
+
 export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
   private readonly pools = new Map<string, Pool>()
   private readonly baseDir: string
+  private readonly logger: Logger
+  private readonly maxStreamBytes: number
 
-  constructor(baseDir: string) {
+  constructor(baseDir: string, options: WorkerThreadOptions = {}) {
     this.baseDir = baseDir
+    this.logger = options.logger ?? silentLogger
+    this.maxStreamBytes = options.maxStreamBytes ?? DEFAULT_MAX_STREAM_BYTES
+    clearHeapSizeFlags()
   }
 
   async prepare(target: FunctionTarget<HandlerLocation>): Promise<string | undefined> {
@@ -154,6 +233,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
       return { ok: false, kind: 'unavailable', message: `function "${target.functionName}" cannot load: ${loadError}` }
     }
     return new Promise<Outcome>((resolve) => {
+      // Fires even while the function floods a stream: chunk credit keeps the main thread's event loop turning.
       const timer = setTimeout(() => {
         pool.discard(env) // the only way to stop code that may never yield
         finish({ ok: false, kind: 'timeout', message: `function "${target.functionName}" timed out after ${target.timeoutMs} ms` })
@@ -180,8 +260,13 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
   private poolFor(target: FunctionTarget<HandlerLocation>): Pool {
     let pool = this.pools.get(target.functionName)
     if (!pool) {
-      const setup: WorkerSetup = { baseDir: this.baseDir, handler: target.location.handler, functionName: target.functionName }
-      pool = new Pool(setup, target.concurrency, resourceLimitsFor(target.memoryMb))
+      const options: EnvironmentOptions = {
+        setup: { baseDir: this.baseDir, handler: target.location.handler, functionName: target.functionName, maxStreamBytes: this.maxStreamBytes },
+        memoryMb: target.memoryMb,
+        env: functionEnvironment(target, this.baseDir),
+        logger: this.logger,
+      }
+      pool = new Pool(target.concurrency, (onDeath) => new Environment(options, onDeath))
       this.pools.set(target.functionName, pool)
     }
     return pool

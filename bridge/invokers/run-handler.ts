@@ -3,7 +3,7 @@
  * shared by the in-process invoker and the worker threads.
  */
 import { existsSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { isAbsolute, relative, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { isChunkStream } from '../../shared/handler.ts'
 import { resultText } from '../../shared/protocol.ts'
@@ -25,6 +25,11 @@ export function resolveHandler(baseDir: string, handler: string): { file: string
   const dot = handler.lastIndexOf('.')
   if (dot <= 0) throw new Error(`handler "${handler}" must be <path>.<export>, e.g. functions/joke/handler.handler`)
   const base = resolve(baseDir, handler.slice(0, dot))
+  // serverless.yml names modules of its own project, as a deployment package holds only those.
+  const inside = relative(baseDir, base)
+  if (inside === '' || inside.startsWith('..') || isAbsolute(inside)) {
+    throw new Error(`handler "${handler}" is outside the project directory; give a path relative to serverless.yml, inside it`)
+  }
   const file = EXTENSIONS.map((ext) => base + ext).find((candidate) => existsSync(candidate))
   if (!file) throw new Error(`handler "${handler}": no module ${base}{${EXTENSIONS.join(',')}}`)
   return { file, exportName: handler.slice(dot + 1) }
@@ -49,21 +54,51 @@ export function lambdaContext(functionName: string, requestId: string, timeoutMs
 }
 
 /**
+ * How many bytes one invocation may stream, like Lambda's limit on a
+ * streamed response: past it the stream is closed and the invocation
+ * answered with too-large, so a function that never stops cannot fill the
+ * bridge's memory or the response queue.
+ */
+export const DEFAULT_MAX_STREAM_BYTES = 20 * 1024 * 1024
+
+/** A stream went past its byte limit; the invokers answer it with too-large. */
+export class StreamTooLarge extends Error {
+  constructor(maxBytes: number) {
+    super(`the function streamed more than ${maxBytes} bytes, the limit of one response`)
+    this.name = 'StreamTooLarge'
+  }
+}
+
+export interface RunOptions {
+  maxStreamBytes: number
+  /** Aborted when the invocation is over (timed out): a stream is closed at its next chunk. */
+  signal?: AbortSignal | undefined
+}
+
+/**
  * Calls the handler; chunks of a streamed result go to `onChunk` (awaited,
  * so a slow consumer slows the producer). Resolves with the returned value
- * as text, '' when it streamed. Throws what the handler throws.
+ * as text, '' when it streamed. Throws what the handler throws, and
+ * StreamTooLarge past `maxStreamBytes`. Leaving the loop early (limit,
+ * abort) calls the stream's `return()`, so its `finally` blocks run.
  */
 export async function runHandler(
   handler: LambdaHandler,
   event: unknown,
   context: LambdaContext,
   onChunk: (text: string) => void | Promise<void>,
+  { maxStreamBytes, signal }: RunOptions,
 ): Promise<string> {
   const result = await handler(event, context)
   if (!isChunkStream(result)) return resultText(result)
+  let bytes = 0
   for await (const chunk of result) {
+    if (signal?.aborted) break
     const text = resultText(chunk)
-    if (text !== '') await onChunk(text)
+    if (text === '') continue
+    bytes += Buffer.byteLength(text)
+    if (bytes > maxStreamBytes) throw new StreamTooLarge(maxStreamBytes)
+    await onChunk(text)
   }
   return ''
 }

@@ -3,44 +3,64 @@
  * Lambda sandbox. Module state persists between invocations; one invocation
  * runs at a time.
  */
+import { getHeapStatistics } from 'node:v8'
 import { parentPort, workerData } from 'node:worker_threads'
-import { describeError, lambdaContext, loadHandler, type LambdaHandler } from './run-handler.ts'
-import { runHandler } from './run-handler.ts'
 import { messageOf } from '../../shared/errors.ts'
+import { ChunkSender } from './chunk-credit.ts'
+import { describeError, lambdaContext, loadHandler, runHandler, StreamTooLarge, type LambdaHandler } from './run-handler.ts'
 
 export interface WorkerSetup {
   baseDir: string
   handler: string
   functionName: string
+  maxStreamBytes: number
 }
 
-export type ToWorker = { type: 'invoke'; requestId: string; timeoutMs: number; event: unknown }
+export type ToWorker =
+  | { type: 'invoke'; requestId: string; timeoutMs: number; event: unknown }
+  /** The main thread took one chunk message (chunk-credit.ts). */
+  | { type: 'credit' }
 
-export type FromWorker =
-  | { type: 'ready' }
-  | { type: 'load-error'; message: string }
-  | { type: 'chunk'; text: string }
+type InvocationEnd =
   | { type: 'done'; text: string }
   | { type: 'error'; errorType: string; errorMessage: string }
+  | { type: 'too-large'; message: string }
+
+export type FromWorker =
+  | { type: 'ready'; heapLimitBytes: number }
+  | { type: 'load-error'; message: string }
+  | { type: 'chunk'; text: string }
+  /** How an invocation ended, with the Buffer/ArrayBuffer bytes the environment still holds after it. */
+  | (InvocationEnd & { arrayBufferBytes: number })
 
 const port = parentPort!
 const setup = workerData as WorkerSetup
 const send = (message: FromWorker) => port.postMessage(message)
+const chunks = new ChunkSender((text) => send({ type: 'chunk', text }))
 
 let handler: LambdaHandler
 try {
   handler = await loadHandler(setup.baseDir, setup.handler)
-  send({ type: 'ready' })
+  send({ type: 'ready', heapLimitBytes: getHeapStatistics().heap_size_limit })
 } catch (err) {
   send({ type: 'load-error', message: messageOf(err) })
 }
 
-port.on('message', async (message: ToWorker) => {
+async function invoke(message: Extract<ToWorker, { type: 'invoke' }>): Promise<void> {
   const context = lambdaContext(setup.functionName, message.requestId, message.timeoutMs)
+  let ended: InvocationEnd
   try {
-    const text = await runHandler(handler, message.event, context, (chunk) => send({ type: 'chunk', text: chunk }))
-    send({ type: 'done', text })
+    const text = await runHandler(handler, message.event, context, (chunk) => chunks.send(chunk), { maxStreamBytes: setup.maxStreamBytes })
+    ended = { type: 'done', text }
   } catch (err) {
-    send({ type: 'error', ...describeError(err) })
+    ended = err instanceof StreamTooLarge ? { type: 'too-large', message: err.message } : { type: 'error', ...describeError(err) }
   }
+  await chunks.flush()
+  // Off-heap memory has no limit of its own in a worker: the main thread compares this with memorySize.
+  send({ ...ended, arrayBufferBytes: process.memoryUsage().arrayBuffers })
+}
+
+port.on('message', (message: ToWorker) => {
+  if (message.type === 'credit') chunks.credited()
+  else void invoke(message)
 })

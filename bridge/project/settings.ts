@@ -42,6 +42,8 @@ export interface Settings {
 export interface Limits {
   /** Requests over this many bytes get a `too-large` error without invoking; undefined: the broker's message limit. */
   maxRequestBytes: number | undefined
+  /** Bytes one invocation may stream before it is cut with `too-large`; undefined: the invokers' default (20 MiB). */
+  maxStreamBytes: number | undefined
   /**
    * Requests in flight across all services: the sum of their `concurrency`
    * (the broker's prefetch) may not exceed it, so that the bridge holds at
@@ -91,6 +93,7 @@ export interface SettingFlags {
   mcpToken?: string
   httpToken?: string
   maxRequestBytes?: string
+  maxStreamBytes?: string
   maxInFlight?: string
   debug?: boolean
   pulsarToken?: string
@@ -143,9 +146,11 @@ function resolveLambdaSettings(flags: SettingFlags, env: Env): LambdaSettings {
 
 function resolveLimits(flags: SettingFlags, env: Env): Limits {
   const maxRequest = flags.maxRequestBytes ?? env.TOOLBRIDGE_MAX_REQUEST_BYTES
+  const maxStream = flags.maxStreamBytes ?? env.TOOLBRIDGE_MAX_STREAM_BYTES
   const maxInFlight = flags.maxInFlight ?? env.TOOLBRIDGE_MAX_IN_FLIGHT
   return {
     maxRequestBytes: maxRequest === undefined ? undefined : integer('--max-request-bytes', maxRequest, 1, 2 ** 31),
+    maxStreamBytes: maxStream === undefined ? undefined : integer('--max-stream-bytes', maxStream, 1, 2 ** 40),
     maxInFlight: maxInFlight === undefined ? DEFAULT_MAX_IN_FLIGHT : integer('--max-in-flight', maxInFlight, 1, 1_000_000),
   }
 }

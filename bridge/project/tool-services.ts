@@ -54,6 +54,8 @@ export interface ToolServiceSpec {
   timeoutMs: number
   /** Lambda's `memorySize` (the function's, else the provider's), MB; the local invoker's heap limit per worker. */
   memoryMb: number | undefined
+  /** The provider's `environment:` and the function's over it: what the function sees in `process.env` in a worker thread. */
+  environment?: Record<string, string>
   tools: ToolSpec[]
   /** What the function receives and how its result becomes the answer (bridge/core/event-shapes.ts). */
   shape: ShapeSpec
@@ -199,6 +201,7 @@ export function readToolServices(serverless: unknown): ToolServiceSpec[] {
   const providerDefaults: FunctionDefaults = {
     timeout: typeof provider.timeout === 'number' ? provider.timeout : undefined,
     memorySize: typeof provider.memorySize === 'number' ? provider.memorySize : undefined,
+    environment: readEnvironment('provider.environment', provider.environment),
   }
   const namePrefix = lambdaNamePrefix(serverless.service, provider.stage)
   const specs: ToolServiceSpec[] = []
@@ -322,6 +325,29 @@ function checkTemplate(path: string, value: unknown): void {
 interface FunctionDefaults {
   timeout: number | undefined
   memorySize: number | undefined
+  environment: Record<string, string>
+}
+
+/**
+ * An `environment:` mapping as text values; `${env:NAME}` is replaced with
+ * the bridge's own variable, as the Serverless Framework does, so a secret
+ * can reach a function without being written in serverless.yml.
+ */
+function readEnvironment(path: string, value: unknown): Record<string, string> {
+  if (value === undefined || value === null) return {}
+  if (!isRecord(value)) throw new ConfigError(path, 'must be a mapping of variable names to values')
+  const environment: Record<string, string> = {}
+  for (const [name, raw] of Object.entries(value)) {
+    if (typeof raw !== 'string' && typeof raw !== 'number' && typeof raw !== 'boolean') {
+      throw new ConfigError(`${path}.${name}`, 'must be a string, number or boolean')
+    }
+    environment[name] = String(raw).replace(/\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, variable: string) => {
+      const found = process.env[variable]
+      if (found === undefined) throw new ConfigError(`${path}.${name}`, `\${env:${variable}} is not set in the bridge's environment`)
+      return found
+    })
+  }
+  return environment
 }
 
 /** A `toolService:` block, checked, and the service it describes but for where its function runs. */
@@ -366,6 +392,7 @@ function readToolService(
     concurrency: block.concurrency ?? DEFAULT_CONCURRENCY,
     timeoutMs: Math.round((block.timeout ?? fnTimeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000),
     memoryMb: typeof fn.memorySize === 'number' ? fn.memorySize : providerDefaults.memorySize,
+    environment: { ...providerDefaults.environment, ...readEnvironment(`functions.${functionName}.environment`, fn.environment) },
     tools,
     shape: readShape(base, block),
   }

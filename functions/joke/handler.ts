@@ -37,7 +37,10 @@ export const handler = defineToolService({
     }
     const style = config.style as Style
     const topic = args.topic.trim()
-    const joke = (JOKES[style][topic.toLowerCase()] ?? JOKES[style].default!).replace('{topic}', topic)
+    const jokes = JOKES[style]
+    // Object.hasOwn: a topic such as "constructor" must not find Object.prototype's members.
+    const key = topic.toLowerCase()
+    const joke = (Object.hasOwn(jokes, key) ? jokes[key]! : jokes.default!).replace('{topic}', topic)
     return `Hey ${user || 'there'}! Here's a ${style} for you:\n\n${joke}`
   },
 })
