@@ -29,7 +29,7 @@ import { ResponseTap, waitFor } from './support/response-tap.ts'
 
 const run = promisify(execFile)
 const EXAMPLES_YML = fileURLToPath(new URL('../serverless.yml', import.meta.url))
-const FIXTURE_YML = fileURLToPath(new URL('./fixtures/pulsar/serverless.yml', import.meta.url))
+const FIXTURE_YML = fileURLToPath(new URL('./fixtures/brokers/pulsar.yml', import.meta.url))
 const CALCULATOR = fileURLToPath(new URL('../functions/calculator/handler.ts', import.meta.url))
 const BATCH_PRODUCER = fileURLToPath(new URL('./interop/pulsar_batch_producer.py', import.meta.url))
 /** Fail-safe for calls that should be answered: never an assertion on how long they take. */

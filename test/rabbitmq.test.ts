@@ -25,7 +25,7 @@ import { metricValue } from './support/metrics.ts'
 import { ResponseTap, waitFor } from './support/response-tap.ts'
 
 const EXAMPLES_YML = fileURLToPath(new URL('../serverless.yml', import.meta.url))
-const FIXTURE_YML = fileURLToPath(new URL('./fixtures/rabbit/serverless.yml', import.meta.url))
+const FIXTURE_YML = fileURLToPath(new URL('./fixtures/brokers/rabbitmq.yml', import.meta.url))
 const CALCULATOR = fileURLToPath(new URL('../functions/calculator/handler.ts', import.meta.url))
 /** Fail-safe for calls that should be answered: never an assertion on how long they take. */
 const CALL_TIMEOUT_MS = 20_000
