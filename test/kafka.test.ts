@@ -66,8 +66,6 @@ function asReplica(project: Project, exportName: string): Project {
   }
 }
 
-
-
 describe('which Kafka offset may be committed (no broker needed)', () => {
   it('moves only past a run of finished records at the front, whatever order they finish in', () => {
     const progress = new PartitionProgress()

@@ -54,9 +54,9 @@ export interface TransportProfile {
   /**
    * Two bridges on one request queue, each taking a share of the requests;
    * `kill`: a replica whose transport closes mid-work hands its requests to
-   * the other. A string says why the broker's own file tests this instead.
+   * the other. A string says why not (the broker's own file may test it its way).
    */
-  replicas: { kill: boolean } | string
+  replicas: { kill: true | string } | string
   /** How to take the broker away (a string: why it is not done here). */
   outage: (Outage & { recoveryLimitMs?: number }) | string
   /** Flow control: the queue to use (fresh, or emptied by `drop`), and where the broker can say what it holds back. */
@@ -71,6 +71,34 @@ export interface TransportProfile {
   }
   /** A transport on a port where nothing listens (its retries cut short); `secret`: a password in its URL (a string: why not). */
   unreachable: { transport(): Transport; secret?: string } | string
+}
+
+/** Calls a fixture replica in a loop from 8 callers; lost calls (non-persistent queues drop what has no consumer) are counted, not failed. */
+export function keepCalling(c: RequestClient) {
+  let loading = true
+  let lostOrLate = 0
+  let answered = 0
+  const done = Promise.all(
+    Array.from({ length: 8 }, async (_, worker) => {
+      for (let n = 0; loading; n++) {
+        await c.call({ arguments: { n: worker * 1_000_000 + n } }, { timeoutMs: 2000 }).then(
+          () => answered++,
+          () => lostOrLate++,
+        )
+      }
+    }),
+  )
+  return {
+    get answered() {
+      return answered
+    },
+    /** Stops calling; resolves with how many calls were lost or late. */
+    async stop() {
+      loading = false
+      await done
+      return lostOrLate
+    },
+  }
 }
 
 /** The answer a replica in the fixtures gives: `A:<n>` or `B:<n>`. */
@@ -97,10 +125,6 @@ export function describeTransport(name: string, profile: TransportProfile): void
   const timeoutMs = profile.callTimeoutMs
   const cleanups: (() => Promise<unknown> | unknown)[] = []
 
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
-  })
-
   const start = (project: Project) => startRuntime(project, profile.settings, { memoryBroker: profile.memoryBroker })
 
   async function runtime(project: Project): Promise<Runtime> {
@@ -124,6 +148,10 @@ export function describeTransport(name: string, profile: TransportProfile): void
   }
 
   describe(`the transport contract on ${name}`, () => {
+    afterEach(async () => {
+      for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+    })
+
     describe('the example tools', () => {
       let bridge: Runtime
       let clientTransport: Transport
@@ -280,7 +308,8 @@ export function describeTransport(name: string, profile: TransportProfile): void
         for (const id of ids) expect(tap.messages(id)).toHaveLength(1)
       })
 
-      it.runIf(replicas?.kill)(`hands the requests a killed replica had in flight to the other replica${whyNot}`, async () => {
+      const whyNotKill = typeof replicas?.kill === 'string' ? ` (${replicas.kill})` : whyNot
+      it.runIf(replicas?.kill === true)(`hands the requests a killed replica had in flight to the other replica${whyNotKill}`, async () => {
         const a = await runtime(asReplica(fixtures, 'replicaA'))
         const b = await runtime(asReplica(fixtures, 'replicaB'))
         const t = await transport()
@@ -314,33 +343,6 @@ export function describeTransport(name: string, profile: TransportProfile): void
       const outage = typeof profile.outage === 'string' ? undefined : profile.outage
       const whyNot = typeof profile.outage === 'string' ? ` (${profile.outage})` : ''
 
-      /** Calls in a loop from 8 callers; lost calls (non-persistent queues drop what has no consumer) are counted, not failed. */
-      function load(c: RequestClient) {
-        let loading = true
-        let lostOrLate = 0
-        let answered = 0
-        const done = Promise.all(
-          Array.from({ length: 8 }, async (_, worker) => {
-            for (let n = 0; loading; n++) {
-              await c.call({ arguments: { n: worker * 1_000_000 + n } }, { timeoutMs: 2000 }).then(
-                () => answered++,
-                () => lostOrLate++,
-              )
-            }
-          }),
-        )
-        return {
-          get answered() {
-            return answered
-          },
-          async stop() {
-            loading = false
-            await done
-            return lostOrLate
-          },
-        }
-      }
-
       it.runIf(outage)(
         `comes back by itself after a broker restart mid-load, and answers everything sent after${whyNot}`,
         async () => {
@@ -349,7 +351,7 @@ export function describeTransport(name: string, profile: TransportProfile): void
           const t = await transport()
           const c = await client(t, replica)
           expect(await c.call({ arguments: { n: 0 } }, { timeoutMs })).toBe('A:0')
-          const running = load(c)
+          const running = keepCalling(c)
           await waitFor('some load', () => running.answered > 20)
 
           const stopping = Date.now()
