@@ -41,7 +41,7 @@ import { BROKER_CONNECT_RETRY, BROKER_RECONNECT_RETRY, createRetry, RetriesExhau
 import { describeKafkaError, isRefusal, isTooLarge, isTopicAlreadyThere, isUnknownTopic } from './errors.ts'
 import { TopicReader, type ClientOptions } from './reader.ts'
 import { parseKafkaUrl, type KafkaConnection } from './url.ts'
-import { redact } from '../redact.ts'
+import { asBuffer, closedError, redact, scrubber } from '../edge.ts'
 import type { ConsumeOptions, Consumer, OnDelivery, Properties, Transport } from '../transport.ts'
 
 /** What TrustGraph's producer sends at most (aiokafka `max_request_size`). */
@@ -73,9 +73,6 @@ function partitionOf(id: string): number {
   return hash >>> 0
 }
 
-const asBuffer = (body: Uint8Array): Buffer =>
-  Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength)
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 interface Route {
@@ -92,6 +89,8 @@ export class KafkaTransport implements Transport {
   readonly partitions: number
 
   private readonly connection: KafkaConnection
+  /** An error's text (nested causes included) without the password. */
+  private readonly scrub: (err: unknown) => string
   private readonly client: ClientOptions
   private readonly logger: Logger
   private readonly onReconnect: (() => void) | undefined
@@ -111,6 +110,7 @@ export class KafkaTransport implements Transport {
   constructor(broker: string, options: KafkaTransportOptions = {}) {
     this.connection = parseKafkaUrl(broker)
     this.partitions = this.connection.partitions
+    this.scrub = scrubber(this.connection.sasl?.password, describeKafkaError)
     this.address = redact(broker)
     this.logger = options.logger ?? silentLogger
     this.onReconnect = options.onReconnect
@@ -344,13 +344,6 @@ export class KafkaTransport implements Transport {
   }
 
   private closedError(): ToolbridgeError {
-    return new ToolbridgeError('unavailable', `Kafka transport for ${this.address} is closed`)
-  }
-
-  /** An error's text without the password, should a library ever put it there. */
-  private scrub(err: unknown): string {
-    const text = describeKafkaError(err)
-    const password = this.connection.sasl?.password
-    return password ? text.split(password).join('***') : text
+    return closedError('Kafka', this.address)
   }
 }

@@ -37,8 +37,8 @@ import { parseQueueName, pulsarTopic } from '../../../shared/queues.ts'
 import { silentLogger, type Logger } from '../../support/logger.ts'
 import { BROKER_CONNECT_RETRY, createRetry, RetriesExhaustedError, type RetryOptions } from '../../support/retry.ts'
 import { isPulsarError, PulsarClient, type ClientLogger, type Consumer, type Message, type Producer } from '../../../lib/pulsar-client/index.ts'
-import { redact } from '../redact.ts'
-import type { ConsumeOptions, Consumer as TransportConsumer, Delivery, OnDelivery, Properties, Transport } from '../transport.ts'
+import { closedError, deliveryOf, handOver, redact, scrubber } from '../edge.ts'
+import type { ConsumeOptions, Consumer as TransportConsumer, OnDelivery, Properties, Transport } from '../transport.ts'
 
 /** Pulsar's default maxMessageSize (5 MiB), what TrustGraph deployments run with. */
 export const PULSAR_MAX_MESSAGE_BYTES = 5 * 1024 * 1024
@@ -108,6 +108,8 @@ export class PulsarTransport implements Transport {
   private readonly client: PulsarClient
   private readonly logger: Logger
   private readonly token: string | undefined
+  /** An error's text without the token. */
+  private readonly scrub: (err: unknown) => string
   private readonly connectRetry: RetryOptions
   /** Producers by topic: created on first publish, kept for the transport's life. */
   private readonly producers = new Map<string, Producer>()
@@ -122,6 +124,7 @@ export class PulsarTransport implements Transport {
     this.address = redact(broker)
     this.logger = options.logger ?? silentLogger
     this.token = options.token || undefined
+    this.scrub = scrubber(this.token)
     this.connectRetry = { ...BROKER_CONNECT_RETRY, ...options.connectRetry }
     this.client = new PulsarClient({
       serviceUrl,
@@ -243,18 +246,11 @@ export class PulsarTransport implements Transport {
   }
 
   private deliver(topic: string, message: Message, onDelivery: OnDelivery): void {
-    const delivery: Delivery = {
-      body: message.payload,
-      properties: message.properties,
-      redelivered: message.redeliveryCount > 0,
-      ack: () => message.ack(),
-      nack: () => message.nack(),
-    }
-    try {
-      onDelivery(delivery)
-    } catch (err) {
-      this.logger.error({ broker: this.address, topic, err: (err as Error).message }, 'delivery handler threw')
-    }
+    const delivery = deliveryOf(
+      { body: message.payload, properties: message.properties, redelivered: message.redeliveryCount > 0 },
+      (ack) => (ack ? message.ack() : message.nack()),
+    )
+    handOver(onDelivery, delivery, this.logger, { broker: this.address, topic })
   }
 
   private producerFor(topic: string): Promise<Producer> {
@@ -292,12 +288,6 @@ export class PulsarTransport implements Transport {
   }
 
   private closedError(): ToolbridgeError {
-    return new ToolbridgeError('unavailable', `Pulsar transport for ${this.address} is closed`)
-  }
-
-  /** An error's text without the token, should the broker ever echo it. */
-  private scrub(err: unknown): string {
-    const text = err instanceof Error ? err.message : String(err)
-    return this.token ? text.split(this.token).join('***') : text
+    return closedError('Pulsar', this.address)
   }
 }

@@ -46,12 +46,12 @@
 import { readFileSync } from 'node:fs'
 import { connect as amqpConnect } from 'amqplib'
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage, Options, SocketOptions } from 'amqplib'
-import { ConfigError, isRecord, ToolbridgeError } from '../../../shared/errors.ts'
+import { ConfigError, isRecord, messageOf, ToolbridgeError } from '../../../shared/errors.ts'
 import { parseQueueName, rabbitExchange, rabbitQueue } from '../../../shared/queues.ts'
 import { silentLogger, type Logger } from '../../support/logger.ts'
 import { BROKER_CONNECT_RETRY, BROKER_RECONNECT_RETRY, createRetry, RetriesExhaustedError, type Retrier, type RetryOptions } from '../../support/retry.ts'
-import { redact } from '../redact.ts'
-import type { ConsumeOptions, Consumer, Delivery, OnDelivery, Properties, Transport } from '../transport.ts'
+import { asBuffer, closedError, deliveryOf, handOver, redact, scrubber } from '../edge.ts'
+import type { ConsumeOptions, Consumer, OnDelivery, Properties, Transport } from '../transport.ts'
 import { coalesceWrites } from './coalesce-writes.ts'
 
 /** RabbitMQ's default `max_message_size` (3.8+): 128 MiB (SPEC §5). */
@@ -167,7 +167,7 @@ function parseBrokerUrl(broker: string): { url: string; tls: SocketOptions; pass
     try {
       return readFileSync(path)
     } catch (err) {
-      throw new ConfigError('--broker', `${param}: cannot read "${path}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+      throw new ConfigError('--broker', `${param}: cannot read "${path}": ${(err as NodeJS.ErrnoException).code ?? messageOf(err)}`)
     }
   }
   if (url.protocol === 'amqps:') {
@@ -232,9 +232,6 @@ function hasAny(properties: Properties): boolean {
 /** Why the broker closed a channel, for the publishes that were waiting on it. */
 const channelErrors = new WeakMap<Channel, Error>()
 
-const asBuffer = (body: Uint8Array): Buffer =>
-  Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength)
-
 export class RabbitTransport implements Transport {
   readonly kind = 'rabbitmq'
   readonly address: string
@@ -242,7 +239,8 @@ export class RabbitTransport implements Transport {
 
   private readonly url: string
   private readonly socketOptions: SocketOptions
-  private readonly password: string
+  /** An error's text without the password. */
+  private readonly scrub: (err: unknown) => string
   private readonly logger: Logger
   private readonly onReconnect: (() => void) | undefined
   private readonly connectRetry: Retrier
@@ -261,7 +259,7 @@ export class RabbitTransport implements Transport {
   constructor(broker: string, options: RabbitTransportOptions = {}) {
     const parsed = parseBrokerUrl(broker)
     this.url = parsed.url
-    this.password = parsed.password
+    this.scrub = scrubber(parsed.password)
     this.address = redact(broker)
     this.socketOptions = {
       ...parsed.tls,
@@ -491,13 +489,7 @@ export class RabbitTransport implements Transport {
   }
 
   private closedError(): ToolbridgeError {
-    return new ToolbridgeError('unavailable', `RabbitMQ transport for ${this.address} is closed`)
-  }
-
-  /** An error's text without the password, should a library ever put it there. */
-  private scrub(err: unknown): string {
-    const text = err instanceof Error ? err.message : String(err)
-    return this.password ? text.split(this.password).join('***') : text
+    return closedError('RabbitMQ', this.address)
   }
 
   // --- publishing -----------------------------------------------------------
@@ -676,33 +668,26 @@ export class RabbitTransport implements Transport {
       return
     }
     attachment.outstanding++
-    let settled = false
-    const settle = (requeue: boolean) => {
-      if (settled) return // a second ack would make the broker close the channel
-      settled = true
-      attachment.outstanding--
-      if (attachment.open) {
-        try {
-          if (requeue) attachment.channel.nack(message, false, true)
-          else attachment.channel.ack(message)
-        } catch {
-          // The channel closed under us; the broker has requeued the message already.
+    const delivery = deliveryOf(
+      {
+        body: message.content,
+        properties: toProperties(message.properties.headers as Record<string, unknown> | undefined),
+        redelivered: message.fields.redelivered,
+      },
+      (ack) => {
+        attachment.outstanding--
+        if (attachment.open) {
+          try {
+            if (ack) attachment.channel.ack(message)
+            else attachment.channel.nack(message, false, true)
+          } catch {
+            // The channel closed under us; the broker has requeued the message already.
+          }
         }
-      }
-      attachment.closeIfIdle()
-    }
-    const delivery: Delivery = {
-      body: message.content,
-      properties: toProperties(message.properties.headers as Record<string, unknown> | undefined),
-      redelivered: message.fields.redelivered,
-      ack: () => settle(false),
-      nack: () => settle(true),
-    }
-    try {
-      binding.onDelivery(delivery)
-    } catch (err) {
-      this.logger.error({ broker: this.address, err: (err as Error).message }, `delivery handler of ${binding.description} threw`)
-    }
+        attachment.closeIfIdle()
+      },
+    )
+    handOver(binding.onDelivery, delivery, this.logger, { broker: this.address }, `delivery handler of ${binding.description} threw`)
   }
 
   /** A consumer's channel closed while its connection stayed up (a channel error): consume again. */
