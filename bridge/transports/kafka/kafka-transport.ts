@@ -9,7 +9,7 @@
  *   `tg.request.joke`);
  * - `consume()` joins the consumer group named by the subscription
  *   (`<service-id>-request` for a tool service): replicas compete, each
- *   partition read by one member (kafka-reader.ts);
+ *   partition read by one member (reader.ts);
  * - `subscribe()` reads in a group of its own, seeing every message;
  * - a record is the body bytes as value (UTF-8 JSON), the properties as
  *   headers with UTF-8 values, and no key.
@@ -29,7 +29,7 @@
  * so.
  *
  * Security (TLS, SASL PLAIN and SCRAM) and the partition count come from the
- * broker URL (kafka-url.ts). The password never appears in a log line or an
+ * broker URL (url.ts). The password never appears in a log line or an
  * error.
  */
 import { Admin, findErrorBy, ProduceAcks, Producer, stringSerializer } from '@platformatic/kafka'

@@ -5,7 +5,7 @@
  * a prebuilt binary that is not on every platform (see README). When it
  * cannot be loaded, connect() fails with one line that says why.
  *
- * Laid out like the built-in transport (pulsar.ts): Shared subscriptions for
+ * Laid out like the built-in transport (pulsar-transport.ts): Shared subscriptions for
  * consume(), Exclusive ones of its own for subscribe(), receiver queues of
  * at least 1000, the bridge's concurrency applied between that queue and the
  * bridge. Producer batching is off (on by default in the addon, where it held
@@ -16,7 +16,8 @@ import { randomUUID } from 'node:crypto'
 import { messageOf, ToolbridgeError } from '../../../shared/errors.ts'
 import { parseQueueName, pulsarTopic } from '../../../shared/queues.ts'
 import { silentLogger, type Logger } from '../../support/logger.ts'
-import { MIN_RECEIVER_QUEUE, parsePulsarUrl, PULSAR_MAX_MESSAGE_BYTES, type PulsarTransportOptions } from './pulsar-transport.ts'
+import { MIN_RECEIVER_QUEUE, PULSAR_MAX_MESSAGE_BYTES, type PulsarTransportOptions } from './pulsar-transport.ts'
+import { parsePulsarUrl } from './url.ts'
 import { asBuffer, closedError, deliveryOf, handOver, redact } from '../edge.ts'
 import type { ConsumeOptions, Consumer, OnDelivery, Properties, Transport } from '../transport.ts'
 
