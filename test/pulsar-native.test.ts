@@ -13,7 +13,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { resolveSettings } from '../bridge/project/settings.ts'
 import { createTransport } from '../bridge/transports/create-transport.ts'
 import { loadNativePulsar } from '../bridge/transports/pulsar/native-transport.ts'
-import { PULSAR_MAX_MESSAGE_BYTES } from '../bridge/transports/pulsar/pulsar-transport.ts'
 import { ToolbridgeError } from '../shared/errors.ts'
 import { PULSAR_URL, pulsarRunnable, startPulsar, type PulsarBroker } from './support/pulsar.ts'
 import { describeTransport } from './support/transport-contract.ts'
@@ -71,7 +70,7 @@ describe.runIf(runnable)('the bridge on the native pulsar-client', () => {
     settings,
     fixturesYml: fileURLToPath(new URL('./fixtures/brokers/pulsar.yml', import.meta.url)),
     callTimeoutMs: 20_000,
-    maxMessageBytes: PULSAR_MAX_MESSAGE_BYTES,
+    maxMessageBytes: 5 * 1024 * 1024, // Pulsar's default maxMessageSize
     bigMessageBytes: 4 * 1024 * 1024,
     replicas: { kill: 'on non-persistent topics Pulsar drops what a closed consumer held, rather than redeliver it' },
     outage: 'the native transport reports no readiness to wait on; its reconnects are the addon\'s',

@@ -20,7 +20,7 @@ import { encodeRequest } from '../shared/protocol.ts'
 import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import { loadProject, resolveSettings, type Project, type Settings } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
-import { PULSAR_MAX_MESSAGE_BYTES, PulsarTransport } from '../bridge/transports/pulsar/pulsar-transport.ts'
+import { PulsarTransport } from '../bridge/transports/pulsar/pulsar-transport.ts'
 import { PulsarClient, PulsarError, type Message } from '../lib/pulsar-client/index.ts'
 import type { Delivery, Transport } from '../bridge/transports/transport.ts'
 import { PULSAR_URL, pulsarRunnable, pulsarScript, startPulsar, unloadTopic, type PulsarBroker } from './support/pulsar.ts'
@@ -93,7 +93,7 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
     settings: resolveSettings({ broker: PULSAR_URL, port: 'off' }, {}),
     fixturesYml: FIXTURE_YML,
     callTimeoutMs: CALL_TIMEOUT_MS,
-    maxMessageBytes: PULSAR_MAX_MESSAGE_BYTES,
+    maxMessageBytes: 5 * 1024 * 1024, // Pulsar's default maxMessageSize
     bigMessageBytes: 4 * 1024 * 1024,
     replicas: { kill: 'on non-persistent topics Pulsar drops what a closed consumer held, rather than redeliver it' },
     outage: { stop: () => pulsarScript('stop').then(() => {}), start: () => pulsarScript('start', { PULSAR_KEEP_DATA: '1' }).then(() => {}) },

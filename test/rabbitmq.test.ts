@@ -16,7 +16,7 @@ import { ToolbridgeError } from '../shared/errors.ts'
 import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import { loadProject, resolveSettings, type Project, type Settings } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
-import { RABBITMQ_MAX_MESSAGE_BYTES, RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transport.ts'
+import { RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transport.ts'
 import { coalesceWrites } from '../bridge/transports/rabbitmq/coalesce-writes.ts'
 import type { Delivery, Transport } from '../bridge/transports/transport.ts'
 import { RABBITMQ_URL, rabbitmqctl, rabbitmqInstalled, startRabbitmq, type RabbitBroker } from './support/rabbitmq.ts'
@@ -127,7 +127,7 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
     settings: resolveSettings({ broker: RABBITMQ_URL, port: 'off' }, {}),
     fixturesYml: FIXTURE_YML,
     callTimeoutMs: CALL_TIMEOUT_MS,
-    maxMessageBytes: RABBITMQ_MAX_MESSAGE_BYTES,
+    maxMessageBytes: 128 * 1024 * 1024, // RabbitMQ's default max_message_size
     bigMessageBytes: 10 * 1024 * 1024, // over the default limits of Pulsar and Kafka
     replicas: { kill: true },
     outage: { stop: () => rabbitmqctl('stop_app').then(() => {}), start: () => rabbitmqctl('start_app').then(() => {}) },
