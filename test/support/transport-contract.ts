@@ -415,6 +415,9 @@ export function describeTransport(name: string, profile: TransportProfile): void
         await new Promise((resolve) => setTimeout(resolve, 500))
         expect(deliveries).toHaveLength(3) // held back until one is settled
         deliveries[0]!.ack()
+        // Settled once: a second ack, or a nack after the ack, does nothing (no fifth delivery, no '0' again).
+        deliveries[0]!.ack()
+        deliveries[0]!.nack()
         await waitFor('a fourth delivery', () => deliveries.length === 4)
         expect(deliveries.map((d) => text(d.body))).toEqual(['0', '1', '2', '3'])
         expect(deliveries.every((d) => !d.redelivered)).toBe(true)
