@@ -1,9 +1,11 @@
 /**
  * The bridge on a real Kafka (test/support/kafka.ts starts one with
  * scripts/kafka.sh, or the tests skip in one line without java and Maven):
- * the example tools, bad requests, load, offsets committed only past
- * finished requests, two replicas sharing three partitions, a replica killed
- * with requests in flight, a broker restart mid-load, the bytes TrustGraph's
+ * the transport contract (test/support/transport-contract.ts: the example
+ * tools, bad requests, load, a broker restart mid-load, flow control), and
+ * what is Kafka's own: the broker URL, offsets committed only past finished
+ * requests, two replicas sharing three partitions, a replica killed with
+ * requests in flight, the broker's own size limit, the bytes TrustGraph's
  * Kafka backend sends and expects, and TrustGraph's own Python client calling
  * the bridge. Waits are fail-safes, never assertions on time; the measured
  * recovery time is printed.
@@ -26,29 +28,29 @@ import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { KafkaTransport } from '../bridge/transports/kafka/kafka-transport.ts'
 import { PartitionProgress } from '../bridge/transports/kafka/offsets.ts'
 import { parseKafkaUrl } from '../bridge/transports/kafka/url.ts'
-import type { Delivery, Transport } from '../bridge/transports/transport.ts'
+import type { Transport } from '../bridge/transports/transport.ts'
 import {
   committedOffset,
   dropTopicsAndGroups,
   groupAssignments,
   kafkaAdmin,
   kafkaAvailable,
+  KAFKA_URL,
   kafkaScript,
   startKafka,
   type KafkaBroker,
 } from './support/kafka.ts'
 import { TRUSTGRAPH_INSTALL, trustgraphClientCalls, trustgraphInstalled } from './support/trustgraph.ts'
-import { metricValue } from './support/metrics.ts'
 import { ResponseTap, waitFor } from './support/response-tap.ts'
+import { describeTransport } from './support/transport-contract.ts'
 
 const EXAMPLES_YML = fileURLToPath(new URL('../serverless.yml', import.meta.url))
-const FIXTURE_YML = fileURLToPath(new URL('./fixtures/kafka/serverless.yml', import.meta.url))
+const FIXTURE_YML = fileURLToPath(new URL('./fixtures/brokers/kafka.yml', import.meta.url))
 const CALCULATOR = fileURLToPath(new URL('../functions/calculator/handler.ts', import.meta.url))
 const CLI = fileURLToPath(new URL('../bridge/cli/main.ts', import.meta.url))
 /** Fail-safe for calls that should be answered: never an assertion on how long they take. */
 const CALL_TIMEOUT_MS = 30_000
 
-const utf8 = new TextEncoder()
 const available = kafkaAvailable()
 
 function service(project: Project, id: string): ToolServiceSpec {
@@ -61,11 +63,9 @@ function service(project: Project, id: string): ToolServiceSpec {
 function asReplica(project: Project, exportName: string): Project {
   return {
     ...project,
-    services: project.services.map((s) => (s.id === 'kafka-replica-service' ? { ...s, handler: `handlers.${exportName}` } : s)),
+    services: project.services.map((s) => (s.id === 'kafka-replica-service' && s.location.kind === 'handler' ? { ...s, location: { ...s.location, handler: `handlers.${exportName}` } } : s)),
   }
 }
-
-
 
 describe('which Kafka offset may be committed (no broker needed)', () => {
   it('moves only past a run of finished records at the front, whatever order they finish in', () => {
@@ -174,126 +174,23 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
     return created
   }
 
-  describe('the example tools', () => {
-    let bridge: Runtime
-    let clientTransport: Transport
-    beforeAll(async () => {
-      bridge = await startRuntime(examples, settings)
-      clientTransport = await bridge.connectClient()
-    })
-    afterAll(async () => {
-      await bridge?.stop()
-    })
-
-    const call = async (serviceId: string, args: Record<string, unknown>, user?: string) => {
-      const spec = service(examples, serviceId)
-      const c = await client(clientTransport, spec)
-      return c.call({ user, config: spec.tools[0]!.config, arguments: args }, { timeoutMs: CALL_TIMEOUT_MS })
-    }
-
-    it('answers tell-joke in one message with the greeting and the joke', async () => {
-      expect(await call('joke-service', { topic: 'cats' }, 'alice')).toBe(
-        "Hey alice! Here's a pun for you:\n\nWhat do you call a pile of cats? A meowtain.",
-      )
-    })
-
-    it('streams tell-story chunk by chunk, and only the last message ends the stream', async () => {
-      const spec = service(examples, 'story-service')
-      const tap = await ResponseTap.open(clientTransport, spec.responseQueue, CALL_TIMEOUT_MS)
-      cleanups.push(() => tap.close())
-      const id = randomUUID()
-      await clientTransport.publish(spec.requestQueue, encodeRequest({ config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 } }), {
-        [ID_PROPERTY]: id,
-      })
-      const messages = (await tap.ended(id)).map((m) => m.response)
-      const chunks = messages.map((m) => m.response).filter((text) => text !== '')
-      expect(chunks).toEqual([
-        'Once upon a time, Ada lived in a small town by the sea.',
-        ' Every morning, Ada looked at the horizon and wondered what lay beyond it.',
-        ' One day a stranger arrived with a map that nobody in a small town by the sea could read.',
-      ])
-      expect(messages.map((m) => m.end_of_stream)).toEqual([...messages.slice(1).map(() => false), true])
-      expect(messages.every((m) => m.error === null)).toBe(true)
-    })
-
-    it('gives a streaming client of tell-story the chunks and their concatenation', async () => {
-      const spec = service(examples, 'story-service')
-      const c = await client(clientTransport, spec)
-      const chunks: string[] = []
-      const text = await c.call(
-        { config: { pace: 5 }, arguments: { hero: 'Bo' } },
-        { timeoutMs: CALL_TIMEOUT_MS, onChunk: (chunk) => chunks.push(chunk) },
-      )
-      expect(chunks).toHaveLength(5)
-      expect(text).toBe(chunks.join(''))
-    })
-
-    it.runIf(existsSync(CALCULATOR))('answers calculate exactly', async () => {
-      expect(await call('calculator-service', { expression: '0.1+0.2' })).toBe('0.3')
-    })
-
-    it('serves clients that spell the queues as Pulsar URIs', async () => {
-      const c = await client(clientTransport, {
-        requestQueue: 'non-persistent://tg/request/joke',
-        responseQueue: 'non-persistent://tg/response/joke',
-      })
-      const text = await c.call({ config: { style: 'one-liner' }, arguments: { topic: 'music' } }, { timeoutMs: CALL_TIMEOUT_MS })
-      expect(text).toBe("Hey there! Here's a one-liner for you:\n\nMusic is the only thing I am not afraid to face the music about.")
-    })
-
-    it('answers 500 requests in flight at once, each under its own id', async () => {
-      const spec = service(examples, 'joke-service')
-      const c = await client(clientTransport, spec)
-      const started = performance.now()
-      const answers = await Promise.all(
-        Array.from({ length: 500 }, (_, i) => c.call({ arguments: { topic: `topic ${i}` } }, { timeoutMs: CALL_TIMEOUT_MS })),
-      )
-      const seconds = (performance.now() - started) / 1000
-      answers.forEach((text, i) => expect(text).toContain(`a joke about topic ${i},`))
-      console.info(`Kafka: 500 tell-joke calls in flight answered in ${seconds.toFixed(2)} s (worker threads starting included)`)
-    })
-  })
-
-  describe('bad requests, as on the embedded broker', () => {
-    let clientTransport: Transport
-    let replicaTap: ResponseTap
-    let strictTap: ResponseTap
-    const replica = service(fixtures, 'kafka-replica-service')
-    const strict = service(fixtures, 'kafka-strict-service')
-    let bridge: Runtime
-    beforeAll(async () => {
-      bridge = await startRuntime(fixtures, settings)
-      clientTransport = await bridge.connectClient()
-      replicaTap = await ResponseTap.open(clientTransport, replica.responseQueue, CALL_TIMEOUT_MS)
-      strictTap = await ResponseTap.open(clientTransport, strict.responseQueue, CALL_TIMEOUT_MS)
-    })
-    afterAll(async () => {
-      await bridge?.stop()
-    })
-
-    it.each([
-      { name: 'malformed JSON', spec: replica, body: () => utf8.encode('{"arguments": '), type: 'bad-request', message: /JSON/ },
-      { name: 'a missing required config param', spec: strict, body: () => encodeRequest({ arguments: { n: 1 } }), type: 'missing-config', message: /region/ },
-      { name: 'an argument of the wrong type', spec: replica, body: () => encodeRequest({ arguments: { n: 'one' } }), type: 'invalid-arguments', message: /"n"/ },
-      { name: 'an empty body', spec: replica, body: () => new Uint8Array(0), type: 'bad-request', message: /./ },
-    ])('answers $name with one $type error that ends the stream, and keeps serving', async ({ spec, body, type, message }) => {
-      const tap = spec === strict ? strictTap : replicaTap
-      const id = randomUUID()
-      await clientTransport.publish(spec.requestQueue, body(), { [ID_PROPERTY]: id })
-      const [only, ...more] = (await tap.ended(id)).map((m) => m.response)
-      expect(more).toEqual([])
-      expect(only!.error?.type).toBe(type)
-      expect(only!.error?.message).toMatch(message)
-      expect(only!.end_of_stream).toBe(true)
-      const c = await client(clientTransport, spec)
-      expect(await c.call({ config: { region: 'x' }, arguments: { n: 7 } }, { timeoutMs: CALL_TIMEOUT_MS })).toMatch(/:7$/)
-    })
-
-    it('answers a request without an id under the id "unknown"', async () => {
-      await clientTransport.publish(replica.requestQueue, encodeRequest({ arguments: { n: 3 } }), {})
-      const [only] = await replicaTap.ended('unknown')
-      expect(only!.response.response).toBe('A:3')
-    })
+  // First, while the fixture topics have the one partition the offsets test below relies on.
+  describeTransport('Kafka', {
+    settings: resolveSettings({ broker: KAFKA_URL, port: 'off' }, {}),
+    fixturesYml: FIXTURE_YML,
+    callTimeoutMs: CALL_TIMEOUT_MS,
+    maxMessageBytes: 10 * 1024 * 1024, // TrustGraph's producer limit
+    bigMessageBytes: 10 * 1024 * 1024, // as much as TrustGraph's producer sends
+    replicas: 'Kafka shares a topic by partitions: two replicas on three partitions, and one killed outright, are tested below',
+    outage: { restart: () => kafkaScript('restart').then(() => {}), recoveryLimitMs: 20_000 },
+    flowControl: {
+      queue: () => `request:tg:kafka-flow-${randomUUID().slice(0, 8)}`,
+      drop: (queue) => dropTopicsAndGroups([queue.replace('request:tg:', 'tg.request.')], ['sub']),
+    },
+    unreachable: {
+      transport: () => new KafkaTransport('kafka://svc:Another-Secret@127.0.0.1:1', { connectRetry: { retries: 1, initialRetryTime: 10 } }),
+      secret: 'Another-Secret',
+    },
   })
 
   describe('the wire, as TrustGraph reads and writes it', () => {
@@ -465,94 +362,9 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
     }, 120_000)
   })
 
-  describe('losing the broker', () => {
-    const spec = service(fixtures, 'kafka-replica-service')
-
-    it(
-      'comes back by itself after a broker restart mid-load, and answers everything sent after',
-      async () => {
-        const bridge = await runtime(fixtures)
-        const t = await transport()
-        const c = await client(t, spec)
-        expect(await c.call({ arguments: { n: 0 } }, { timeoutMs: CALL_TIMEOUT_MS })).toMatch(/^A:0$/)
-
-        // Load while the broker goes away: calls in flight then may be answered late or not at all.
-        let loading = true
-        let lostOrLate = 0
-        const load = Array.from({ length: 8 }, async (_, worker) => {
-          for (let n = 0; loading; n++) {
-            await c.call({ arguments: { n: worker * 1_000_000 + n } }, { timeoutMs: 2000 }).catch(() => lostOrLate++)
-          }
-        })
-        await new Promise((resolve) => setTimeout(resolve, 300))
-
-        const stopping = Date.now()
-        await kafkaScript('restart')
-        const ready = Date.now()
-        // Within 20 s of the broker being back (the issue's bound): a fail-safe, the measured time is printed.
-        await waitFor(
-          'the bridge to answer after the restart',
-          () =>
-            c.call({ arguments: { n: -1 } }, { timeoutMs: 1000 }).then(
-              () => true,
-              () => false,
-            ),
-          20_000,
-        )
-        const recovered = Date.now()
-        console.info(
-          `Kafka restart: first answer ${recovered - ready} ms after the broker was ready again ` +
-            `(${recovered - stopping} ms after the restart began)`,
-        )
-        loading = false
-        await Promise.all(load)
-
-        const answers = await Promise.all(Array.from({ length: 100 }, (_, n) => c.call({ arguments: { n } }, { timeoutMs: CALL_TIMEOUT_MS })))
-        answers.forEach((text, n) => expect(text).toBe(`A:${n}`))
-        expect(await metricValue(bridge, 'toolbridge_transport_reconnects_total{transport="kafka"}')).toBeGreaterThan(0)
-        console.info(`Kafka restart: ${lostOrLate} calls of the load were lost or late`)
-      },
-      180_000,
-    )
-  })
-
   describe('the transport', () => {
-    it('hands a consumer at most `concurrency` unacked deliveries, the rest as it acks, and a nacked one again', async () => {
-      const queue = `request:tg:kafka-flow-${randomUUID().slice(0, 8)}`
+    it('names message.max.bytes when the broker refuses a message for its size', async () => {
       const t = await transport()
-      const deliveries: Delivery[] = []
-      await t.consume(queue, { subscription: 'sub', concurrency: 3 }, (delivery) => deliveries.push(delivery))
-      for (let i = 0; i < 10; i++) await t.publish(queue, utf8.encode(String(i)), {})
-      await waitFor('3 deliveries', () => deliveries.length === 3)
-      await new Promise((resolve) => setTimeout(resolve, 500))
-      expect(deliveries).toHaveLength(3) // held back until one is settled
-      deliveries[0]!.ack()
-      await waitFor('a fourth delivery', () => deliveries.length === 4)
-      expect(deliveries.map((d) => new TextDecoder().decode(d.body))).toEqual(['0', '1', '2', '3'])
-      deliveries[1]!.nack()
-      await waitFor('the nacked message back, marked redelivered', () => deliveries.some((d) => d.redelivered))
-      expect(new TextDecoder().decode(deliveries.find((d) => d.redelivered)!.body)).toBe('1')
-      await dropTopicsAndGroups([queue.replace('request:tg:', 'tg.request.')], ['sub'])
-    })
-
-    it('gives headers as strings and carries a 10 MB message, as TrustGraph allows', async () => {
-      const t = await transport()
-      expect(t.maxMessageBytes).toBe(10 * 1024 * 1024)
-      const body = new Uint8Array(10 * 1024 * 1024).map((_, i) => i % 251)
-      const received: Delivery[] = []
-      await t.subscribe('response:tg:kafka-big', (delivery) => (delivery.ack(), received.push(delivery)))
-      await t.publish('response:tg:kafka-big', body, { [ID_PROPERTY]: 'big', other: 'värde' })
-      await waitFor('the delivery', () => received.length === 1)
-      expect(received[0]!.properties).toEqual({ id: 'big', other: 'värde' })
-      expect(Buffer.compare(Buffer.from(received[0]!.body), Buffer.from(body))).toBe(0)
-    })
-
-    it("refuses a message over 10 MB without sending it, and names message.max.bytes when the broker refuses one", async () => {
-      const t = await transport()
-      const over = await t.publish('response:tg:kafka-big', new Uint8Array(t.maxMessageBytes + 1), {}).catch((err: unknown) => err)
-      expect(over).toBeInstanceOf(ToolbridgeError)
-      expect((over as ToolbridgeError).kind).toBe('too-large')
-
       const small = 'tg.response.kafka-small-limit'
       await dropTopicsAndGroups([small], [])
       const admin = kafkaAdmin()
@@ -564,16 +376,6 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
       expect(refused.retriable).toBe(false)
       expect(refused.message).toContain('message.max.bytes')
       await dropTopicsAndGroups([small], [])
-    })
-
-    it('gives up connecting to a broker that is not there, with an unavailable error and no password', async () => {
-      const t = new KafkaTransport('kafka://svc:Another-Secret@127.0.0.1:1', { connectRetry: { retries: 1, initialRetryTime: 10 } })
-      cleanups.push(() => t.close())
-      const error = (await t.connect().catch((err: unknown) => err)) as ToolbridgeError
-      expect(error).toBeInstanceOf(ToolbridgeError)
-      expect(error.kind).toBe('unavailable')
-      expect(error.message).toContain('127.0.0.1:1')
-      expect(error.message).not.toContain('Another-Secret')
     })
   })
 

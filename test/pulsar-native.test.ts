@@ -1,23 +1,21 @@
 /**
  * `--pulsar-client native`: the bridge on the official `pulsar-client` addon,
- * an optional dependency. Where the addon loads, the bridge serves the
- * examples through it on the real broker; where it does not, these tests say
- * why in one line, and what a user sees is checked instead: one line, naming
- * the reason.
+ * an optional dependency. Where the addon loads, the transport contract
+ * (test/support/transport-contract.ts) runs through it on the real broker;
+ * where it does not, these tests say why in one line, and what a user sees
+ * is checked instead: one line, naming the reason.
  */
 import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
+import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { RequestClient } from '../bridge/trustgraph/request-client.ts'
-import { loadProject } from '../bridge/project/project.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
-import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { createTransport } from '../bridge/transports/create-transport.ts'
 import { loadNativePulsar } from '../bridge/transports/pulsar/native-transport.ts'
-import type { Delivery } from '../bridge/transports/transport.ts'
 import { ToolbridgeError } from '../shared/errors.ts'
-import { pulsarRunnable, startPulsar, type PulsarBroker } from './support/pulsar.ts'
+import { PULSAR_URL, pulsarRunnable, startPulsar, type PulsarBroker } from './support/pulsar.ts'
+import { describeTransport } from './support/transport-contract.ts'
 
 const run = promisify(execFile)
 const native = await loadNativePulsar()
@@ -50,41 +48,33 @@ describe.runIf(!native.ok)('without the native addon', () => {
 
 describe.runIf(runnable)('the bridge on the native pulsar-client', () => {
   let broker: PulsarBroker
-  let runtime: Runtime
-  const project = loadProject('serverless.yml')
-  const spec = (id: string) => project.services.find((s) => s.id === id)!
-
+  const settings = resolveSettings({ broker: PULSAR_URL, port: 'off', pulsarClient: 'native' }, {})
   beforeAll(async () => {
     broker = await startPulsar()
-    runtime = await startRuntime(project, resolveSettings({ broker: broker.url, port: 'off', pulsarClient: 'native' }, {}))
   })
   afterAll(async () => {
-    await runtime?.stop()
     await broker?.stop()
   })
 
-  it('answers tell-joke and streams tell-story', async () => {
-    const transport = await runtime.connectClient()
-    expect(transport.kind).toBe('pulsar-native')
-    const joke = new RequestClient(transport, spec('joke-service'))
-    await joke.start()
-    expect(await joke.call({ config: { style: 'pun' }, arguments: { topic: 'cats' } }, { timeoutMs: 20_000 })).toContain('meowtain')
-    await joke.close()
-    const story = new RequestClient(transport, spec('story-service'))
-    await story.start()
-    const chunks: string[] = []
-    await story.call({ config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 } }, { timeoutMs: 20_000, onChunk: (c) => chunks.push(c) })
-    expect(chunks).toHaveLength(3)
-    await story.close()
+  it('connects through the addon', async () => {
+    const transport = createTransport(settings.broker, undefined, { pulsar: settings.pulsar })
+    try {
+      await transport.connect()
+      expect(transport.kind).toBe('pulsar-native')
+    } finally {
+      await transport.close()
+    }
   })
 
-  it('gives properties as a plain object', async () => {
-    const transport = await runtime.connectClient()
-    const received: Delivery[] = []
-    const queue = `response:tg:native-props-${randomUUID().slice(0, 8)}`
-    await transport.subscribe(queue, (d) => (d.ack(), received.push(d)))
-    await transport.publish(queue, new TextEncoder().encode('{}'), { id: 'x', other: 'y' })
-    for (let i = 0; i < 200 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 25))
-    expect(received[0]?.properties).toEqual({ id: 'x', other: 'y' })
+  describeTransport('the native pulsar-client', {
+    settings,
+    fixturesYml: fileURLToPath(new URL('./fixtures/brokers/pulsar.yml', import.meta.url)),
+    callTimeoutMs: 20_000,
+    maxMessageBytes: 5 * 1024 * 1024, // Pulsar's default maxMessageSize
+    bigMessageBytes: 4 * 1024 * 1024,
+    replicas: { kill: 'on non-persistent topics Pulsar drops what a closed consumer held, rather than redeliver it' },
+    outage: 'the native transport reports no readiness to wait on; its reconnects are the addon\'s',
+    flowControl: { queue: () => `flow:tg:native-nack-${randomUUID().slice(0, 8)}`, nackedComesBackLast: true },
+    unreachable: 'the addon connects lazily: connect() does not reach the broker',
   })
 })

@@ -6,7 +6,7 @@ import { MemoryBroker, MemoryTransport } from './memory/memory-transport.ts'
 import { NativePulsarTransport } from './pulsar/native-transport.ts'
 import { PulsarTransport, type PulsarSettings } from './pulsar/pulsar-transport.ts'
 import { RabbitTransport } from './rabbitmq/rabbitmq-transport.ts'
-import { redact } from './redact.ts'
+import { redact } from './edge.ts'
 import type { Transport } from './transport.ts'
 
 

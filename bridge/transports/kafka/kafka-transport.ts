@@ -9,7 +9,7 @@
  *   `tg.request.joke`);
  * - `consume()` joins the consumer group named by the subscription
  *   (`<service-id>-request` for a tool service): replicas compete, each
- *   partition read by one member (kafka-reader.ts);
+ *   partition read by one member (reader.ts);
  * - `subscribe()` reads in a group of its own, seeing every message;
  * - a record is the body bytes as value (UTF-8 JSON), the properties as
  *   headers with UTF-8 values, and no key.
@@ -29,7 +29,7 @@
  * so.
  *
  * Security (TLS, SASL PLAIN and SCRAM) and the partition count come from the
- * broker URL (kafka-url.ts). The password never appears in a log line or an
+ * broker URL (url.ts). The password never appears in a log line or an
  * error.
  */
 import { Admin, findErrorBy, ProduceAcks, Producer, stringSerializer } from '@platformatic/kafka'
@@ -41,7 +41,7 @@ import { BROKER_CONNECT_RETRY, BROKER_RECONNECT_RETRY, createRetry, RetriesExhau
 import { describeKafkaError, isRefusal, isTooLarge, isTopicAlreadyThere, isUnknownTopic } from './errors.ts'
 import { TopicReader, type ClientOptions } from './reader.ts'
 import { parseKafkaUrl, type KafkaConnection } from './url.ts'
-import { redact } from '../redact.ts'
+import { asBuffer, closedError, redact, scrubber } from '../edge.ts'
 import type { ConsumeOptions, Consumer, OnDelivery, Properties, Transport } from '../transport.ts'
 
 /** What TrustGraph's producer sends at most (aiokafka `max_request_size`). */
@@ -73,9 +73,6 @@ function partitionOf(id: string): number {
   return hash >>> 0
 }
 
-const asBuffer = (body: Uint8Array): Buffer =>
-  Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength)
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 interface Route {
@@ -92,6 +89,8 @@ export class KafkaTransport implements Transport {
   readonly partitions: number
 
   private readonly connection: KafkaConnection
+  /** An error's text (nested causes included) without the password. */
+  private readonly scrub: (err: unknown) => string
   private readonly client: ClientOptions
   private readonly logger: Logger
   private readonly onReconnect: (() => void) | undefined
@@ -111,6 +110,7 @@ export class KafkaTransport implements Transport {
   constructor(broker: string, options: KafkaTransportOptions = {}) {
     this.connection = parseKafkaUrl(broker)
     this.partitions = this.connection.partitions
+    this.scrub = scrubber(this.connection.sasl?.password, describeKafkaError)
     this.address = redact(broker)
     this.logger = options.logger ?? silentLogger
     this.onReconnect = options.onReconnect
@@ -344,13 +344,6 @@ export class KafkaTransport implements Transport {
   }
 
   private closedError(): ToolbridgeError {
-    return new ToolbridgeError('unavailable', `Kafka transport for ${this.address} is closed`)
-  }
-
-  /** An error's text without the password, should a library ever put it there. */
-  private scrub(err: unknown): string {
-    const text = describeKafkaError(err)
-    const password = this.connection.sasl?.password
-    return password ? text.split(password).join('***') : text
+    return closedError('Kafka', this.address)
   }
 }

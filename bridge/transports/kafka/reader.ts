@@ -38,7 +38,8 @@ import type { Logger } from '../../support/logger.ts'
 import type { Retrier } from '../../support/retry.ts'
 import { describeKafkaError } from './errors.ts'
 import { PartitionProgress, type CommitPoint, type TrackedRecord } from './offsets.ts'
-import type { Delivery, OnDelivery, Properties } from '../transport.ts'
+import { deliveryOf, handOver } from '../edge.ts'
+import type { OnDelivery, Properties } from '../transport.ts'
 
 /** A nacked record comes back after this long. */
 export const NACK_REDELIVERY_MS = 1_000
@@ -320,29 +321,12 @@ export class TopicReader {
       this.paused = true
       this.stream?.pause()
     }
-    let settled = false
-    const delivery: Delivery = {
-      body: message.value ?? EMPTY,
-      properties: toProperties(message.headers),
-      redelivered,
-      ack: () => {
-        if (settled) return
-        settled = true
-        this.release()
-        if (tracked) this.finished(tracked.state, tracked.record, tracked.generation)
-      },
-      nack: () => {
-        if (settled) return
-        settled = true
-        this.release()
-        this.redeliverLater(message, tracked)
-      },
-    }
-    try {
-      this.options.onDelivery(delivery)
-    } catch (err) {
-      this.logger.error({ broker: this.options.address, topic: this.options.topic, err: (err as Error).message }, 'delivery handler threw')
-    }
+    const delivery = deliveryOf({ body: message.value ?? EMPTY, properties: toProperties(message.headers), redelivered }, (ack) => {
+      this.release()
+      if (!ack) this.redeliverLater(message, tracked)
+      else if (tracked) this.finished(tracked.state, tracked.record, tracked.generation)
+    })
+    handOver(this.options.onDelivery, delivery, this.logger, { broker: this.options.address, topic: this.options.topic })
   }
 
   private release(): void {

@@ -18,7 +18,7 @@
  */
 import { readFileSync } from 'node:fs'
 import type { ConnectionOptions as TlsOptions } from 'node:tls'
-import { ConfigError } from '../../../shared/errors.ts'
+import { ConfigError, messageOf } from '../../../shared/errors.ts'
 
 export const KAFKA_DEFAULT_PORT = 9092
 export const SECURITY_PROTOCOLS = ['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'] as const
@@ -70,7 +70,7 @@ function pemFile(option: string, path: string): Buffer {
   try {
     return readFileSync(path)
   } catch (err) {
-    return fail(`${option}: cannot read "${path}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    return fail(`${option}: cannot read "${path}": ${(err as NodeJS.ErrnoException).code ?? messageOf(err)}`)
   }
 }
 

@@ -13,7 +13,8 @@
 import { ToolbridgeError } from '../../../shared/errors.ts'
 import { logicalName, parseQueueName } from '../../../shared/queues.ts'
 import { LinkedList } from '../../support/linked-list.ts'
-import type { ConsumeOptions, Consumer, Delivery, OnDelivery, Properties, Transport } from '../transport.ts'
+import { deliveryOf } from '../edge.ts'
+import type { ConsumeOptions, Consumer, OnDelivery, Properties, Transport } from '../transport.ts'
 
 /** The largest default among real brokers that TrustGraph shares with us (Pulsar: 5 MB). */
 export const MEMORY_MAX_MESSAGE_BYTES = 5 * 1024 * 1024
@@ -123,25 +124,14 @@ class Subscription {
     consumer.unacked++
     const epoch = consumer.epoch
     const node = consumer.outstanding.push(message)
-    let settled = false
-    const settle = (): boolean => {
+    const delivery = deliveryOf(message, (ack) => {
       // After a requeue (epoch changed) the message is no longer this consumer's to settle.
-      if (settled || consumer.epoch !== epoch) return false
+      if (consumer.epoch !== epoch) return
       consumer.outstanding.remove(node)
-      settled = true
       consumer.unacked--
       this.schedule()
-      return true
-    }
-    const delivery: Delivery = {
-      body: message.body,
-      properties: message.properties,
-      redelivered: message.redelivered,
-      ack: () => void settle(),
-      nack: () => {
-        if (settle()) this.enqueue({ ...message, redelivered: true }, true)
-      },
-    }
+      if (!ack) this.enqueue({ ...message, redelivered: true }, true)
+    })
     consumer.onDelivery(delivery)
   }
 }

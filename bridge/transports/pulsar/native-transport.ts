@@ -5,7 +5,7 @@
  * a prebuilt binary that is not on every platform (see README). When it
  * cannot be loaded, connect() fails with one line that says why.
  *
- * Laid out like the built-in transport (pulsar.ts): Shared subscriptions for
+ * Laid out like the built-in transport (pulsar-transport.ts): Shared subscriptions for
  * consume(), Exclusive ones of its own for subscribe(), receiver queues of
  * at least 1000, the bridge's concurrency applied between that queue and the
  * bridge. Producer batching is off (on by default in the addon, where it held
@@ -13,12 +13,13 @@
  * properties are copied into a plain object.
  */
 import { randomUUID } from 'node:crypto'
-import { ToolbridgeError } from '../../../shared/errors.ts'
+import { messageOf, ToolbridgeError } from '../../../shared/errors.ts'
 import { parseQueueName, pulsarTopic } from '../../../shared/queues.ts'
 import { silentLogger, type Logger } from '../../support/logger.ts'
-import { MIN_RECEIVER_QUEUE, parsePulsarUrl, PULSAR_MAX_MESSAGE_BYTES, type PulsarTransportOptions } from './pulsar-transport.ts'
-import { redact } from '../redact.ts'
-import type { ConsumeOptions, Consumer, Delivery, OnDelivery, Properties, Transport } from '../transport.ts'
+import { MIN_RECEIVER_QUEUE, PULSAR_MAX_MESSAGE_BYTES, type PulsarTransportOptions } from './pulsar-transport.ts'
+import { parsePulsarUrl } from './url.ts'
+import { asBuffer, closedError, deliveryOf, handOver, redact } from '../edge.ts'
+import type { ConsumeOptions, Consumer, OnDelivery, Properties, Transport } from '../transport.ts'
 
 // The part of pulsar-client's API used here (its own types come with the addon).
 interface NativeMessage {
@@ -143,7 +144,7 @@ export class NativePulsarTransport implements Transport {
           : {}),
       })
     } catch (err) {
-      throw new ToolbridgeError('config', `cannot create a native Pulsar client for ${this.address}: ${(err as Error).message}`, { cause: err })
+      throw new ToolbridgeError('config', `cannot create a native Pulsar client for ${this.address}: ${messageOf(err)}`, { cause: err })
     }
   }
 
@@ -162,9 +163,9 @@ export class NativePulsarTransport implements Transport {
     const topic = pulsarTopic(parseQueueName(queue))
     const producer = await this.producer(topic)
     try {
-      await producer.send({ data: Buffer.from(body.buffer, body.byteOffset, body.byteLength), properties })
+      await producer.send({ data: asBuffer(body), properties })
     } catch (err) {
-      throw new ToolbridgeError('unavailable', `Pulsar (native client) did not take the message for ${topic}: ${(err as Error).message}`, { cause: err, retriable: true })
+      throw new ToolbridgeError('unavailable', `Pulsar (native client) did not take the message for ${topic}: ${messageOf(err)}`, { cause: err, retriable: true })
     }
   }
 
@@ -179,7 +180,7 @@ export class NativePulsarTransport implements Transport {
   }
 
   private connected(): NativeClient {
-    if (this.closed) throw new ToolbridgeError('unavailable', `Pulsar transport for ${this.address} is closed`)
+    if (this.closed) throw closedError('Pulsar', this.address)
     if (!this.client) throw new ToolbridgeError('unavailable', `Pulsar transport for ${this.address}: connect() first`)
     return this.client
   }
@@ -215,7 +216,7 @@ export class NativePulsarTransport implements Transport {
         listener: (message: NativeMessage, from: NativeConsumer) => gate.admit(() => this.deliver(message, from, gate, onDelivery)),
       })
     } catch (err) {
-      throw new ToolbridgeError('unavailable', `cannot subscribe ${subscription} on ${topic} (native client): ${(err as Error).message}`, { cause: err, retriable: true })
+      throw new ToolbridgeError('unavailable', `cannot subscribe ${subscription} on ${topic} (native client): ${messageOf(err)}`, { cause: err, retriable: true })
     }
     this.consumers.add(consumer)
     return {
@@ -228,29 +229,18 @@ export class NativePulsarTransport implements Transport {
   }
 
   private deliver(message: NativeMessage, consumer: NativeConsumer, gate: Gate, onDelivery: OnDelivery): void {
-    let settled = false
-    const settle = (ack: boolean) => {
-      if (settled) return
-      settled = true
-      gate.release()
-      try {
-        if (ack) void Promise.resolve(consumer.acknowledge(message)).catch(() => {})
-        else consumer.negativeAcknowledge(message)
-      } catch {
-        // the consumer closed: the broker has it back already
-      }
-    }
-    const delivery: Delivery = {
-      body: message.getData(),
-      properties: plainProperties(message.getProperties()),
-      redelivered: message.getRedeliveryCount() > 0,
-      ack: () => settle(true),
-      nack: () => settle(false),
-    }
-    try {
-      onDelivery(delivery)
-    } catch (err) {
-      this.logger.error({ broker: this.address, err: (err as Error).message }, 'delivery handler threw')
-    }
+    const delivery = deliveryOf(
+      { body: message.getData(), properties: plainProperties(message.getProperties()), redelivered: message.getRedeliveryCount() > 0 },
+      (ack) => {
+        gate.release()
+        try {
+          if (ack) void Promise.resolve(consumer.acknowledge(message)).catch(() => {})
+          else consumer.negativeAcknowledge(message)
+        } catch {
+          // the consumer closed: the broker has it back already
+        }
+      },
+    )
+    handOver(onDelivery, delivery, this.logger, { broker: this.address })
   }
 }

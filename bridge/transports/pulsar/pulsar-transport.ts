@@ -26,19 +26,18 @@
  *
  * Settings: token authentication (`--pulsar-token`, env PULSAR_TOKEN), the
  * advertised listener name (`--pulsar-listener`, TrustGraph's
- * `--pulsar-listener`), and for `pulsar+ssl://` URLs the query parameters of
- * Pulsar's own clients: `tlsTrustCertsFilePath`, `tlsValidateHostname=true`,
- * `tlsAllowInsecureConnection=true`. The token never appears in a log line.
+ * `--pulsar-listener`), and TLS from the broker URL (url.ts). The token
+ * never appears in a log line.
  */
 import { randomUUID } from 'node:crypto'
-import { existsSync } from 'node:fs'
-import { ConfigError, ToolbridgeError } from '../../../shared/errors.ts'
+import { ToolbridgeError } from '../../../shared/errors.ts'
 import { parseQueueName, pulsarTopic } from '../../../shared/queues.ts'
 import { silentLogger, type Logger } from '../../support/logger.ts'
 import { BROKER_CONNECT_RETRY, createRetry, RetriesExhaustedError, type RetryOptions } from '../../support/retry.ts'
 import { isPulsarError, PulsarClient, type ClientLogger, type Consumer, type Message, type Producer } from '../../../lib/pulsar-client/index.ts'
-import { redact } from '../redact.ts'
-import type { ConsumeOptions, Consumer as TransportConsumer, Delivery, OnDelivery, Properties, Transport } from '../transport.ts'
+import { closedError, deliveryOf, handOver, redact, scrubber } from '../edge.ts'
+import type { ConsumeOptions, Consumer as TransportConsumer, OnDelivery, Properties, Transport } from '../transport.ts'
+import { parsePulsarUrl } from './url.ts'
 
 /** Pulsar's default maxMessageSize (5 MiB), what TrustGraph deployments run with. */
 export const PULSAR_MAX_MESSAGE_BYTES = 5 * 1024 * 1024
@@ -64,32 +63,6 @@ export interface PulsarTransportOptions extends PulsarSettings {
   onReconnect?: () => void
 }
 
-const TLS_PARAMS = ['tlsTrustCertsFilePath', 'tlsValidateHostname', 'tlsAllowInsecureConnection'] as const
-
-/** The service URL and TLS settings from the broker URL's query (see the top comment). */
-export function parsePulsarUrl(broker: string): { serviceUrl: string; tls: { caFile?: string; validateHostname: boolean; allowInsecure: boolean } | undefined } {
-  const url = new URL(broker)
-  const query = url.searchParams
-  const flag = (name: string): boolean => {
-    const value = query.get(name)
-    if (value === null) return false
-    if (value !== 'true' && value !== 'false') throw new ConfigError('--broker', `${name}: "${value}" must be true or false`)
-    return value === 'true'
-  }
-  for (const key of query.keys()) {
-    if (!(TLS_PARAMS as readonly string[]).includes(key)) throw new ConfigError('--broker', `unknown setting "${key}" (known: ${TLS_PARAMS.join(', ')})`)
-  }
-  if (url.pathname !== '' && url.pathname !== '/') throw new ConfigError('--broker', `a Pulsar service URL has no path ("${url.pathname}"): pulsar://host:6650`)
-  const serviceUrl = `${url.protocol}//${url.host}`
-  if (url.protocol !== 'pulsar+ssl:') {
-    if (query.size > 0) throw new ConfigError('--broker', `TLS settings (${TLS_PARAMS.join(', ')}) need a pulsar+ssl:// URL`)
-    return { serviceUrl, tls: undefined }
-  }
-  const caFile = query.get('tlsTrustCertsFilePath') ?? undefined
-  if (caFile !== undefined && !existsSync(caFile)) throw new ConfigError('--broker', `tlsTrustCertsFilePath: cannot read "${caFile}"`)
-  return { serviceUrl, tls: { caFile, validateHostname: flag('tlsValidateHostname'), allowInsecure: flag('tlsAllowInsecureConnection') } }
-}
-
 /** The client logs (message, fields); the bridge's logger takes (fields, message). */
 function clientLogger(logger: Logger): ClientLogger {
   return {
@@ -108,6 +81,8 @@ export class PulsarTransport implements Transport {
   private readonly client: PulsarClient
   private readonly logger: Logger
   private readonly token: string | undefined
+  /** An error's text without the token. */
+  private readonly scrub: (err: unknown) => string
   private readonly connectRetry: RetryOptions
   /** Producers by topic: created on first publish, kept for the transport's life. */
   private readonly producers = new Map<string, Producer>()
@@ -122,6 +97,7 @@ export class PulsarTransport implements Transport {
     this.address = redact(broker)
     this.logger = options.logger ?? silentLogger
     this.token = options.token || undefined
+    this.scrub = scrubber(this.token)
     this.connectRetry = { ...BROKER_CONNECT_RETRY, ...options.connectRetry }
     this.client = new PulsarClient({
       serviceUrl,
@@ -243,18 +219,11 @@ export class PulsarTransport implements Transport {
   }
 
   private deliver(topic: string, message: Message, onDelivery: OnDelivery): void {
-    const delivery: Delivery = {
-      body: message.payload,
-      properties: message.properties,
-      redelivered: message.redeliveryCount > 0,
-      ack: () => message.ack(),
-      nack: () => message.nack(),
-    }
-    try {
-      onDelivery(delivery)
-    } catch (err) {
-      this.logger.error({ broker: this.address, topic, err: (err as Error).message }, 'delivery handler threw')
-    }
+    const delivery = deliveryOf(
+      { body: message.payload, properties: message.properties, redelivered: message.redeliveryCount > 0 },
+      (ack) => (ack ? message.ack() : message.nack()),
+    )
+    handOver(onDelivery, delivery, this.logger, { broker: this.address, topic })
   }
 
   private producerFor(topic: string): Promise<Producer> {
@@ -292,12 +261,6 @@ export class PulsarTransport implements Transport {
   }
 
   private closedError(): ToolbridgeError {
-    return new ToolbridgeError('unavailable', `Pulsar transport for ${this.address} is closed`)
-  }
-
-  /** An error's text without the token, should the broker ever echo it. */
-  private scrub(err: unknown): string {
-    const text = err instanceof Error ? err.message : String(err)
-    return this.token ? text.split(this.token).join('***') : text
+    return closedError('Pulsar', this.address)
   }
 }
