@@ -17,7 +17,7 @@ import { MAX_UNSENT_CHARS } from '../bridge/http/ndjson-answer.ts'
 import { MAX_ERROR_TEXT } from '../bridge/http/responses.ts'
 import { loadProject, resolveSettings, type SettingFlags } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
-import type { Logger } from '../bridge/support/logger.ts'
+import { MAX_LOGGED_TEXT, type Logger } from '../bridge/support/logger.ts'
 import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory/memory-transport.ts'
 import { ToolbridgeError } from '../shared/errors.ts'
 
@@ -167,7 +167,7 @@ describe('one token for every endpoint that runs tools, and no open network addr
     await optedOut.stop()
   })
 
-  it('toolbridge start says so and exits 1; the banner tells which endpoint needs a token', async () => {
+  it('toolbridge start says so and exits 1; the banner tells which endpoint needs a token; long error messages are logged cut', async () => {
     const refused = await new Promise<{ code: number | null; stderr: string }>((resolve) =>
       execFile(process.execPath, ['bridge/cli/main.ts', '-c', HARDENING_YML, 'start', '--host', '0.0.0.0', '--port', '0', '--mcp-token', 'm'], { cwd: ROOT, env: cleanEnv(), timeout: 30_000 }, (error, _stdout, stderr) =>
         resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stderr }),
@@ -188,6 +188,17 @@ describe('one token for every endpoint that runs tools, and no open network addr
       })
       expect(stdout).toMatch(/^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools \(no token: open to anyone who reaches \1\)$/m)
       expect(stdout).toMatch(/^ {2}MCP: http:\/\/127\.0\.0\.1:\d+\/mcp \(bearer token required\)$/m)
+
+      // A function's 1 MB error message: logged, cut to a few KB.
+      let stderr = ''
+      child.stderr.on('data', (d: Buffer) => (stderr += d))
+      const url = /HTTP: (\S+)\/tools/.exec(stdout)![1]!
+      const failed = await fetch(`${url}/tools/long-error`, { method: 'POST', headers: JSON_HEADERS, body: callBody({ size: 1024 * 1024 }) })
+      expect(failed.status).toBe(502)
+      await until(() => stderr.includes('eeee\u2026'))
+      const longest = Math.max(...stderr.split('\n').map((line) => line.length))
+      expect(longest).toBeGreaterThan(MAX_LOGGED_TEXT)
+      expect(longest).toBeLessThan(2 * MAX_LOGGED_TEXT)
     } finally {
       child.kill('SIGKILL')
     }
