@@ -9,6 +9,7 @@ import { createMetrics, type Metrics } from './support/metrics.ts'
 import { createPathScrubber } from './support/host-paths.ts'
 import { createBridge, type Bridge } from './core/bridge.ts'
 import { startConfigService, type ConfigService } from './trustgraph/config-service.ts'
+import { checkExposure } from './http/exposure.ts'
 import { startGateway, type Gateway } from './http/gateway.ts'
 import { LocationInvoker } from './invokers/invoker-for-location.ts'
 import { silentLogger, type Logger } from './support/logger.ts'
@@ -57,6 +58,8 @@ export async function startRuntime(
   const logger = options.logger ?? silentLogger
   const memoryBroker = options.memoryBroker ?? new MemoryBroker()
   checkInFlightCap(project.services, settings.limits)
+  // Before anything starts: a refused gateway must not leave a bridge running.
+  if (settings.port !== undefined) await checkExposure(settings.host, settings, settings.gateway.allowUnauthenticated)
   const metrics = createMetrics()
   const transport = createTransport(settings.broker, memoryBroker, {
     logger,
@@ -93,7 +96,9 @@ export async function startRuntime(
       port: settings.port,
       mcpToken: settings.mcpToken,
       httpToken: settings.httpToken,
+      ...settings.gateway,
       metrics,
+      logger,
       ready: () => bridge.ready,
     })
   }

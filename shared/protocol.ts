@@ -2,7 +2,7 @@
  * The wire contract (docs/wire-contract.md): ToolServiceRequest / ToolServiceResponse
  * as UTF-8 JSON bytes, and the `id` property that correlates them.
  */
-import { ERROR_KINDS, type ErrorKind, isRecord, messageOf } from './errors.ts'
+import { ERROR_KINDS, type ErrorKind, isRecord, messageOf, ToolbridgeError } from './errors.ts'
 import { pythonJsonDumps, pythonJsonString } from './python-json.ts'
 
 /** A request as the function sees it: config and arguments parsed to objects. */
@@ -151,8 +151,16 @@ export function decodeEnvelope(body: unknown): Decoded<ToolRequest> {
  * TrustGraph does (Python `json.dumps`, see python-json.ts): config and
  * arguments as JSON strings; `user` only when given, as current TrustGraph
  * no longer sends it.
+ * Throws a `bad-request` ToolbridgeError for config or arguments nested
+ * deeper than MAX_NESTING_DEPTH.
  */
 export function encodeRequest(request: { user?: string; config?: object; arguments?: object }): Uint8Array {
+  // Encoding is recursive: refuse what would overflow the stack, as the bridge refuses it on arrival.
+  for (const name of ['config', 'arguments'] as const) {
+    if (nestsDeeperThan(request[name], MAX_NESTING_DEPTH)) {
+      throw new ToolbridgeError('bad-request', `"${name}" nests deeper than ${MAX_NESTING_DEPTH} levels`)
+    }
+  }
   const wire: Record<string, string> = {}
   if (request.user !== undefined) wire.user = request.user
   wire.config = pythonJsonDumps(request.config ?? {})

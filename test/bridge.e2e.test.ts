@@ -428,6 +428,7 @@ describe.each(LOCAL_INVOKERS)('the bridge with the %s invoker', (invoker) => {
       const calls = [0, 1, 2].map((i) =>
         fetch(`${runtime.gateway!.url}/tools/slow`, {
           method: 'POST',
+          headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ arguments: { ms: 300, tag: `#${i}` } }),
         }).then(
           async (res) => (await res.text()).trimEnd().split('\n').at(-1),

@@ -63,7 +63,7 @@ class Server {
     this.url = new Promise((resolve, reject) => {
       this.child.stdout.on('data', (text: string) => {
         this.stdout += text
-        const match = /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools$/m.exec(this.stdout)
+        const match = /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools \(/m.exec(this.stdout)
         if (match) resolve(match[1]!)
       })
       void this.exited.then(({ code }) => reject(new Error(`toolbridge start exited (${code}) before serving:\n${this.stdout}${this.stderr}`)))

@@ -123,7 +123,7 @@ describe('--http-token', () => {
   afterAll(() => runtime?.stop())
 
   const call = (headers: Record<string, string>) =>
-    fetch(`${url}/tools/calculate`, { method: 'POST', headers, body: JSON.stringify({ arguments: { expression: '2+3' } }) })
+    fetch(`${url}/tools/calculate`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ arguments: { expression: '2+3' } }) })
 
   it('refuses /tools without the bearer token, or with another', async () => {
     for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 's3cret' }] as Record<string, string>[]) {

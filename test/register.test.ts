@@ -170,14 +170,18 @@ describe('toolbridge register / start --register', () => {
       const url = await new Promise<string>((resolve, reject) => {
         child.stdout.on('data', (d: Buffer) => {
           stdout += d
-          const http = /^ {2}HTTP: (\S+)\/tools$/m.exec(stdout)
+          const http = /^ {2}HTTP: (\S+)\/tools \(/m.exec(stdout)
           if (http && /registered/.test(stdout)) resolve(http[1]!)
         })
         child.once('exit', (code) => reject(new Error(`exited ${code}: ${stdout}`)))
       })
       expect(stdout).toContain(`  registered 6 config items in workspace "default": ${EXPECTED_KEYS.join(', ')}\n`)
-      expect(stdout).toContain(`  MCP: ${url}/mcp\n`)
-      const res = await fetch(`${url}/tools/tell-joke`, { method: 'POST', body: JSON.stringify({ arguments: { topic: 'cats' } }) })
+      expect(stdout).toContain(`  MCP: ${url}/mcp (no token: open to anyone who reaches ${url})\n`)
+      const res = await fetch(`${url}/tools/tell-joke`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ arguments: { topic: 'cats' } }),
+      })
       expect((await res.text()).trim().split('\n').at(-1)).toContain('meowtain')
     } finally {
       child.kill('SIGKILL')

@@ -10,8 +10,9 @@ import type { QueueStyle } from '../../shared/queues.ts'
 import { checkFunctions } from './check.ts'
 import { RequestClient, ToolCallError } from '../trustgraph/request-client.ts'
 import { loadProject } from '../project/project.ts'
-import { DEFAULT_MAX_IN_FLIGHT, EMBEDDED_DEFAULT_PORT, resolveInvokeRoute, resolveSettings, type SettingFlags } from '../project/settings.ts'
+import { DEFAULT_GATEWAY_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, EMBEDDED_DEFAULT_PORT, resolveInvokeRoute, resolveSettings, type SettingFlags } from '../project/settings.ts'
 import { callThroughGateway, gatewayTools } from './gateway-client.ts'
+import { endpointGuards } from '../http/exposure.ts'
 import { createLogger, LOG_LEVELS } from '../support/logger.ts'
 import { startRuntime } from '../runtime.ts'
 import { connectToTools } from './connect.ts'
@@ -48,10 +49,14 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
   )
   .addOption(new Option('--log-level <level>', 'log level (env TOOLBRIDGE_LOG_LEVEL)').choices(LOG_LEVELS))
   .option('--http-token <token>', 'bearer token required on /tools and /mcp (env TOOLBRIDGE_HTTP_TOKEN); /healthz, /readyz and /metrics stay open')
+  .option('--allowed-hosts <names>', 'comma-separated Host names /tools and /mcp answer besides IP addresses and localhost, e.g. a container name; * for any (env TOOLBRIDGE_ALLOWED_HOSTS)')
+  .option('--allowed-origins <origins>', 'comma-separated browser origins (scheme://host:port) allowed to call /tools and /mcp; default none (env TOOLBRIDGE_ALLOWED_ORIGINS)')
+  .option('--allow-unauthenticated', 'serve /tools or /mcp without a token on a non-loopback --host instead of refusing to start (env TOOLBRIDGE_ALLOW_UNAUTHENTICATED=1)')
+  .option('--max-http-in-flight <n>', `HTTP calls answered at once; more get 429 (env TOOLBRIDGE_MAX_HTTP_IN_FLIGHT; default ${DEFAULT_GATEWAY_MAX_IN_FLIGHT})`)
   .option('--debug', 'error answers keep host paths (env TOOLBRIDGE_DEBUG=1); by default they are shown relative to the project')
   .option('--register', "once serving, register the tools with TrustGraph's configuration service (the embedded one on the embedded broker)")
   .addOption(workspaceOption())
-  .addOption(mcpTokenOption('bearer token that /mcp requires'))
+  .addOption(mcpTokenOption('bearer token /mcp requires instead of --http-token'))
   .action(async (flags: SettingFlags & { register?: boolean }) => {
     const project = loadProject(program.opts().config)
     const settings = resolveSettings(flags)
@@ -64,8 +69,12 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
       const tools = spec.tools.map((t) => t.name).join(', ')
       console.log(`  ${spec.id} (${spec.response}, concurrency ${spec.concurrency}): ${spec.requestQueue} -> ${spec.responseQueue}  tools: ${tools}`)
     }
-    if (runtime.gateway) console.log(`  HTTP: ${runtime.gateway.url}/tools`)
-    if (runtime.gateway) console.log(`  MCP: ${runtime.gateway.url}/mcp${settings.mcpToken ? ' (bearer token required)' : ''}`)
+    if (runtime.gateway) {
+      const url = runtime.gateway.url
+      for (const { path, token } of endpointGuards(settings)) {
+        console.log(`  ${path === '/mcp' ? 'MCP' : 'HTTP'}: ${url}${path} (${token ? 'bearer token required' : `no token: open to anyone who reaches ${url}`})`)
+      }
+    }
     if (flags.register) {
       // The request queues are bound by now: an agent that reads these can reach the tools at once.
       const registered = await registerOn(await runtime.connectClient(), project.services, { workspace: settings.workspace }).catch(async (err: unknown) => {

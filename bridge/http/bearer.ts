@@ -1,9 +1,26 @@
 /** Bearer-token checks for the HTTP endpoints, in constant time. */
-import { timingSafeEqual } from 'node:crypto'
+import { createHash, timingSafeEqual } from 'node:crypto'
 
-/** Whether an Authorization header is exactly `Bearer <token>`. */
+/** The scheme name is case-insensitive (RFC 7235); one or more spaces follow it. */
+const BEARER = /^bearer +/i
+
+const digest = (bytes: Buffer): Buffer => createHash('sha256').update(bytes).digest()
+
+/**
+ * Whether an Authorization header is `Bearer <token>`. Digests of equal
+ * length are compared, so neither the time taken nor an early length check
+ * tells a caller how long the token is. Node reads header bytes as Latin-1:
+ * the wire bytes are matched against the token's UTF-8 bytes (what curl
+ * sends for a non-ASCII token) and, for a Latin-1 token, its Latin-1 bytes
+ * (what fetch sends).
+ */
 export function bearerMatches(header: string | undefined, token: string): boolean {
-  const given = Buffer.from(header ?? '')
-  const expected = Buffer.from(`Bearer ${token}`)
-  return given.length === expected.length && timingSafeEqual(given, expected)
+  const scheme = BEARER.exec(header ?? '')
+  const given = digest(Buffer.from(scheme ? (header ?? '').slice(scheme[0].length) : '', 'latin1'))
+  const utf8 = timingSafeEqual(given, digest(Buffer.from(token, 'utf8')))
+  const latin1 = timingSafeEqual(given, digest(Buffer.from(token, 'latin1')))
+  // A token outside Latin-1 has no Latin-1 form: Buffer.from would mangle it, so only UTF-8 counts.
+  return scheme !== null && (utf8 || (isLatin1(token) && latin1))
 }
+
+const isLatin1 = (text: string) => /^[\u0000-\u00ff]*$/.test(text)

@@ -6,19 +6,32 @@
  *   POST /tools/<tool-name>  {"arguments": {...}, "user": "..."} -> NDJSON:
  *                            {"chunk": "..."} per streamed chunk, then
  *                            {"response": "<whole answer>"} or {"error": {"type", "message"}}
- *   GET  /healthz            200 while the process serves
+ *   GET  /healthz            200 while the process serves (HEAD too)
  *   GET  /readyz             200 while the bridge takes requests (broker connected, queues subscribed), else 503
  *   GET  /metrics            Prometheus text (bridge/support/metrics.ts)
  *   POST /mcp                the same tools over MCP Streamable HTTP (bridge/http/mcp.ts)
+ *
+ * /tools and /mcp run tools, so they take only JSON from an allowed Host
+ * and Origin (host-origin.ts), with their token when one is set, at most
+ * `maxInFlight` at a time (admission.ts); health, readiness and metrics
+ * stay open to probes.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { DEFAULT_GATEWAY_MAX_IN_FLIGHT } from '../project/settings.ts'
 import { toolDescriptor } from '../project/descriptors.ts'
 import type { ToolServiceSpec } from '../project/tool-services.ts'
-import { isRecord, messageOf, ToolbridgeError } from '../../shared/errors.ts'
+import { isRecord, isToolbridgeError, messageOf } from '../../shared/errors.ts'
 import { ToolCallError, ToolCallTimeoutError } from '../trustgraph/request-client.ts'
+import { CallerGoneError, gatedCaller, InFlightCap } from './admission.ts'
 import { bearerMatches } from './bearer.ts'
-import { mcpHttpHandler } from './mcp.ts'
+import { readJsonBody, requireJson } from './body.ts'
+import { checkExposure, endpointGuards } from './exposure.ts'
+import { createHostOriginCheck } from './host-origin.ts'
+import { jsonRpcError, mcpHttpHandler } from './mcp.ts'
+import { NdjsonAnswer } from './ndjson-answer.ts'
+import { bounded, HttpError, sendJson } from './responses.ts'
+import { silentLogger, type Logger } from '../support/logger.ts'
 import type { Metrics } from '../support/metrics.ts'
 import { createToolCaller } from '../trustgraph/tool-caller.ts'
 import type { Transport } from '../transports/transport.ts'
@@ -32,15 +45,29 @@ export interface GatewayOptions {
   httpToken?: string
   /** Bearer token required on /mcp instead of httpToken (TrustGraph's mcp `auth-token`). */
   mcpToken?: string
+  /** Host names /tools and /mcp answer besides IP addresses, `localhost` and `host` (host-origin.ts); `*`: any. */
+  allowedHosts?: readonly string[]
+  /** Origins whose browser requests /tools and /mcp accept; default none. */
+  allowedOrigins?: readonly string[]
+  /** Listen on a non-loopback address with /tools or /mcp open instead of refusing (exposure.ts). */
+  allowUnauthenticated?: boolean
+  /** Calls (/tools/<tool>, /mcp) answered at once; more get 429. */
+  maxInFlight?: number
   metrics?: Metrics
+  logger?: Logger
   /** Whether the bridge takes requests now; default: always. */
   ready?: () => boolean
 }
 
 export interface Gateway {
   readonly url: string
+  /** Calls being answered now (each holds one of `maxInFlight`). */
+  readonly inFlight: number
   close(): Promise<void>
 }
+
+/** A whole request, headers and body, must arrive within this (Node's default is 300 s). */
+const REQUEST_TIMEOUT_MS = 60_000
 
 /** Status for an error answered before any chunk was sent. */
 const STATUS_BY_ERROR_TYPE: Record<string, number> = {
@@ -51,129 +78,127 @@ const STATUS_BY_ERROR_TYPE: Record<string, number> = {
   timeout: 504,
 }
 
-/** A request the gateway refuses, with the status to answer. */
-export class HttpError extends ToolbridgeError {
-  readonly status: number
-  constructor(status: number, message: string) {
-    super(status === 413 ? 'too-large' : 'bad-request', message)
-    this.name = 'HttpError'
-    this.status = status
-  }
-}
-
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = []
-    let size = 0
-    req.on('data', (part: Buffer) => {
-      size += part.length
-      if (size > limit) {
-        reject(new HttpError(413, `request body over ${limit} bytes`))
-        req.destroy()
-      } else parts.push(part)
-    })
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')))
-    req.on('error', reject)
-  })
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body) + '\n')
+/** The wire error of a failed call, its text bounded. */
+function callError(err: unknown): { type: string; message: string } {
+  if (err instanceof ToolCallError) return { type: err.type, message: bounded(err.message) }
+  return { type: err instanceof ToolCallTimeoutError ? 'timeout' : 'unavailable', message: bounded(messageOf(err)) }
 }
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const { services, transport } = options
-  const caller = createToolCaller(services, transport)
+  const logger = options.logger ?? silentLogger
+  const caller = gatedCaller(createToolCaller(services, transport))
   const { tools } = caller
-  const mcp = mcpHttpHandler(caller, { token: options.mcpToken ?? options.httpToken })
+  const mcp = mcpHttpHandler(caller, { maxBodyBytes: transport.maxMessageBytes })
+  const cap = new InFlightCap(options.maxInFlight ?? DEFAULT_GATEWAY_MAX_IN_FLIGHT)
+  const hostOrigin = createHostOriginCheck({
+    listenHost: options.host,
+    allowedHosts: options.allowedHosts ?? [],
+    allowedOrigins: options.allowedOrigins ?? [],
+  })
+  const tokens = { httpToken: options.httpToken, mcpToken: options.mcpToken }
+  const tokenFor = new Map(endpointGuards(tokens).map((e) => [e.path, e.token]))
+  await checkExposure(options.host, tokens, options.allowUnauthenticated ?? false)
   /** Calls being answered: close() lets them finish. */
   const active = new Set<Promise<void>>()
 
-  async function callTool(name: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const entry = tools.get(name)
-    if (!entry) throw new HttpError(404, `unknown tool "${name}"; GET /tools lists them`)
-    let body: unknown
-    try {
-      body = JSON.parse((await readBody(req, transport.maxMessageBytes)) || '{}')
-    } catch (err) {
-      if (err instanceof HttpError) throw err
-      throw new HttpError(400, 'body is not valid JSON')
-    }
+  async function callTool(name: string, req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
+    if (!tools.has(name)) throw new HttpError(404, `unknown tool "${bounded(name, 200)}"; GET /tools lists them`)
+    requireJson(req)
+    const body = await readJsonBody(req, transport.maxMessageBytes, {})
     if (!isRecord(body)) throw new HttpError(400, 'body must be a JSON object')
     const args = body.arguments ?? {}
     if (!isRecord(args)) throw new HttpError(400, '"arguments" must be an object')
     if (body.user !== undefined && typeof body.user !== 'string') throw new HttpError(400, '"user" must be a string')
 
-    const line = (value: unknown) => res.write(JSON.stringify(value) + '\n')
-    const startStream = () => {
-      if (!res.headersSent) res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
-    }
+    const abandon = new AbortController() // the client stopped reading: drop the rest of the stream
+    const answer = new NdjsonAnswer(res, () => abandon.abort())
     try {
+      // Only a streaming service sends chunks; a single answer is just the final line.
       const response = await caller.call(
         name,
         { user: body.user as string | undefined, arguments: args },
-        {
-          // Only a streaming service sends chunks; a single answer is just the final line.
-          onChunk: (chunk) => {
-            startStream()
-            line({ chunk })
-          },
-        },
+        { onChunk: (chunk) => answer.chunk(chunk), signal: AbortSignal.any([signal, abandon.signal]) },
       )
-      startStream()
-      line({ response })
-      res.end()
+      answer.end({ response })
     } catch (err) {
-      const error =
-        err instanceof ToolCallError
-          ? { type: err.type, message: err.message }
-          : { type: err instanceof ToolCallTimeoutError ? 'timeout' : 'unavailable', message: messageOf(err) }
-      if (res.headersSent) {
-        line({ error })
-        res.end()
-      } else {
-        sendJson(res, STATUS_BY_ERROR_TYPE[error.type] ?? 502, { error })
-      }
+      if (err instanceof CallerGoneError) return
+      const error = callError(err)
+      if (res.headersSent) return answer.end({ error })
+      // The broker refused the request for now (e.g. the embedded broker's queue is full): a retry may work.
+      if (isToolbridgeError(err) && err.retriable) return sendJson(res, 503, { error }, { 'retry-after': '1' })
+      sendJson(res, STATUS_BY_ERROR_TYPE[error.type] ?? 502, { error })
     }
+  }
+
+  /** The endpoints that run tools: Host, Origin and token checked, then one slot of the cap per call. */
+  async function runTools(path: '/tools' | '/mcp', tool: string | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const refusal = hostOrigin(req)
+    if (refusal) throw new HttpError(refusal.status, refusal.message)
+    const token = tokenFor.get(path)
+    if (token !== undefined && !bearerMatches(req.headers.authorization, token)) {
+      // Who tried, never what they sent.
+      logger.warn({ path, method: req.method, remoteAddress: req.socket.remoteAddress }, 'HTTP request refused: missing or wrong bearer token')
+      throw new HttpError(401, 'missing or wrong bearer token', { 'www-authenticate': 'Bearer' })
+    }
+    if (tool === undefined && path === '/tools') {
+      if (req.method !== 'GET') throw new HttpError(405, `no route for ${req.method} ${path}`)
+      return sendJson(res, 200, { tools: [...tools.values()].map(({ spec, tool }) => toolDescriptor(spec, tool)) })
+    }
+    if (path === '/tools' && req.method !== 'POST') throw new HttpError(405, `no route for ${req.method} /tools/${tool}`)
+    const release = cap.enter()
+    // A caller that goes away frees its slot at once; a call it left waiting is never sent (admission.ts).
+    const gone = new AbortController()
+    res.once('close', () => {
+      release()
+      if (!res.writableFinished) gone.abort()
+    })
+    const call = tool === undefined ? mcp(req, res) : callTool(tool, req, res, gone.signal)
+    const tracked = call.catch(() => {}).finally(release)
+    active.add(tracked)
+    void tracked.then(() => active.delete(tracked))
+    return call
   }
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://gateway').pathname
-    if (path === '/healthz' && req.method === 'GET') return sendJson(res, 200, { status: 'ok' })
-    if (path === '/readyz' && req.method === 'GET') {
+    const readOnly = req.method === 'GET' || req.method === 'HEAD'
+    if (path === '/healthz' && readOnly) return sendJson(res, 200, { status: 'ok' })
+    if (path === '/readyz' && readOnly) {
       const ready = options.ready?.() ?? true
       return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' })
     }
-    if (path === '/metrics' && req.method === 'GET' && options.metrics) {
+    if (path === '/metrics' && readOnly && options.metrics) {
       const { contentType, body } = await options.metrics.render()
       res.writeHead(200, { 'content-type': contentType }).end(body)
       return
     }
+    if (path === '/tools' || path === '/mcp') return runTools(path, undefined, req, res)
     const match = /^\/tools\/([^/]+)$/.exec(path)
-    if (options.httpToken && (path === '/tools' || match) && !bearerMatches(req.headers.authorization, options.httpToken)) {
-      res.setHeader('www-authenticate', 'Bearer')
-      throw new HttpError(401, 'missing or wrong bearer token')
+    if (match) {
+      let tool: string
+      try {
+        tool = decodeURIComponent(match[1]!)
+      } catch {
+        throw new HttpError(400, `malformed percent-escape in the tool name "${bounded(match[1]!, 200)}"`)
+      }
+      return runTools('/tools', tool, req, res)
     }
-    if (path === '/tools' && req.method === 'GET') {
-      return sendJson(res, 200, { tools: [...tools.values()].map(({ spec, tool }) => toolDescriptor(spec, tool)) })
-    }
-    if ((match && req.method === 'POST') || path === '/mcp') {
-      const call = match ? callTool(decodeURIComponent(match[1]!), req, res) : mcp(req, res)
-      const tracked = call.catch(() => {})
-      active.add(tracked)
-      void tracked.then(() => active.delete(tracked))
-      return call
-    }
-    throw new HttpError(match || path === '/tools' ? 405 : 404, `no route for ${req.method} ${path}`)
+    throw new HttpError(404, `no route for ${req.method} ${bounded(path, 200)}`)
   }
 
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS }, (req, res) => {
     route(req, res).catch((err: unknown) => {
       if (res.headersSent) return void res.end()
       const status = err instanceof HttpError ? err.status : 500
-      sendJson(res, status, { error: { type: 'http', message: messageOf(err) } })
+      const headers = err instanceof HttpError ? err.headers : {}
+      const message = bounded(messageOf(err))
+      if (req.url?.split('?')[0] === '/mcp') return jsonRpcError(res, status, message, headers)
+      sendJson(res, status, { error: { type: 'http', message } }, headers)
     })
   })
+  // Each connection costs a socket and its buffers even before it sends anything.
+  server.maxConnections = Math.max(1024, 2 * cap.max)
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(options.port, options.host, resolve)
@@ -182,6 +207,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
   return {
     url: `http://${host}:${address.port}`,
+    get inFlight() {
+      return cap.inFlight
+    },
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
       await Promise.allSettled(active) // calls in flight get their answers (each is bounded by its timeout)

@@ -33,6 +33,8 @@ export interface Settings {
   /** Bearer token the gateway's /tools (and /mcp, without mcpToken) requires; undefined: none. */
   httpToken: string | undefined
   limits: Limits
+  /** Who may call the HTTP gateway, and how many at once. */
+  gateway: GatewaySettings
   /** Error messages on the wire keep host paths (they are always logged in full). */
   debug: boolean
   pulsar: PulsarSettings
@@ -53,6 +55,20 @@ export interface Limits {
 }
 
 export const DEFAULT_MAX_IN_FLIGHT = 1024
+
+/** The HTTP gateway's own guards (bridge/http/). */
+export interface GatewaySettings {
+  /** Host names (besides IP addresses, `localhost` and the listen address) that /tools and /mcp answer; `*`: any. */
+  allowedHosts: string[]
+  /** Origins (`scheme://host[:port]`) whose browser requests /tools and /mcp accept; none by default. */
+  allowedOrigins: string[]
+  /** Serve /tools or /mcp without a token on a non-loopback address instead of refusing to start. */
+  allowUnauthenticated: boolean
+  /** HTTP calls (/tools/<tool>, /mcp) answered at once; more get 429 with Retry-After. */
+  maxInFlight: number
+}
+
+export const DEFAULT_GATEWAY_MAX_IN_FLIGHT = 128
 
 export const PULSAR_CLIENTS = ['builtin', 'native'] as const
 export type PulsarClientKind = (typeof PULSAR_CLIENTS)[number]
@@ -95,6 +111,10 @@ export interface SettingFlags {
   maxRequestBytes?: string
   maxStreamBytes?: string
   maxInFlight?: string
+  allowedHosts?: string
+  allowedOrigins?: string
+  allowUnauthenticated?: boolean
+  maxHttpInFlight?: string
   debug?: boolean
   pulsarToken?: string
   pulsarListener?: string
@@ -155,6 +175,19 @@ function resolveLimits(flags: SettingFlags, env: Env): Limits {
   }
 }
 
+const list = (value: string | undefined): string[] =>
+  (value ?? '').split(',').map((item) => item.trim()).filter((item) => item !== '')
+
+function resolveGatewaySettings(flags: SettingFlags, env: Env): GatewaySettings {
+  const maxInFlight = flags.maxHttpInFlight ?? env.TOOLBRIDGE_MAX_HTTP_IN_FLIGHT
+  return {
+    allowedHosts: list(flags.allowedHosts ?? env.TOOLBRIDGE_ALLOWED_HOSTS).map((host) => host.toLowerCase()),
+    allowedOrigins: list(flags.allowedOrigins ?? env.TOOLBRIDGE_ALLOWED_ORIGINS).map((origin) => origin.toLowerCase()),
+    allowUnauthenticated: flags.allowUnauthenticated ?? (env.TOOLBRIDGE_ALLOW_UNAUTHENTICATED === '1' || env.TOOLBRIDGE_ALLOW_UNAUTHENTICATED === 'true'),
+    maxInFlight: maxInFlight === undefined ? DEFAULT_GATEWAY_MAX_IN_FLIGHT : integer('--max-http-in-flight', maxInFlight, 1, 1_000_000),
+  }
+}
+
 /** Refuses services whose `concurrency` adds up to more than the in-flight cap, naming them. */
 export function checkInFlightCap(services: ToolServiceSpec[], limits: Limits): void {
   const total = services.reduce((sum, s) => sum + s.concurrency, 0)
@@ -189,6 +222,7 @@ export function resolveSettings(flags: SettingFlags, env: Env = process.env, { g
     mcpToken: flags.mcpToken ?? (env.TOOLBRIDGE_MCP_TOKEN || undefined),
     httpToken: flags.httpToken ?? (env.TOOLBRIDGE_HTTP_TOKEN || undefined),
     limits: resolveLimits(flags, env),
+    gateway: resolveGatewaySettings(flags, env),
     debug: flags.debug ?? (env.TOOLBRIDGE_DEBUG === '1' || env.TOOLBRIDGE_DEBUG === 'true'),
     pulsar: {
       token: flags.pulsarToken ?? (env.PULSAR_TOKEN || undefined),

@@ -26,5 +26,22 @@ export type LogLevel = (typeof LOG_LEVELS)[number]
 export function createLogger(level: LogLevel, options: { json?: boolean } = {}): Logger {
   const readable = !options.json && process.stderr.isTTY === true
   const destination = readable ? pretty({ destination: 2, sync: true, ignore: 'pid,hostname' }) : pino.destination(2)
-  return pino({ level, base: undefined }, destination)
+  return pino(
+    {
+      level,
+      base: undefined,
+      formatters: { log: (fields) => Object.fromEntries(Object.entries(fields).map(([key, value]) => [key, typeof value === 'string' ? cut(value) : value])) },
+      hooks: {
+        logMethod(args, method) {
+          method.apply(this, args.map((arg) => (typeof arg === 'string' ? cut(arg) : arg)) as Parameters<typeof method>)
+        },
+      },
+    },
+    destination,
+  )
 }
+
+/** Longest text a log line keeps per field: a function's 10 MB error message must not make a 10 MB line. */
+export const MAX_LOGGED_TEXT = 4096
+
+const cut = (text: string): string => (text.length <= MAX_LOGGED_TEXT ? text : text.slice(0, MAX_LOGGED_TEXT) + '…')

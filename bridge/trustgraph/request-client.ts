@@ -5,8 +5,8 @@
  * chunks concatenated until `end_of_stream` for a streaming one.
  */
 import { randomUUID } from 'node:crypto'
-import { ToolbridgeError } from '../../shared/errors.ts'
-import { decodeResponse, encodeRequest, ID_PROPERTY, kindOfWireErrorType } from '../../shared/protocol.ts'
+import { isToolbridgeError, ToolbridgeError } from '../../shared/errors.ts'
+import { decodeResponse, encodeRequest, ID_PROPERTY, kindOfWireErrorType, wireErrorType } from '../../shared/protocol.ts'
 import type { Consumer, Transport } from '../transports/transport.ts'
 
 export const DEFAULT_CLIENT_TIMEOUT_MS = 600_000 // TrustGraph's ToolServiceClient default
@@ -21,6 +21,12 @@ export interface CallOptions {
   timeoutMs?: number
   /** Streams: called with each non-empty chunk; the call resolves at `end_of_stream`. */
   onChunk?: (text: string) => void
+  /**
+   * The caller is gone: chunks are no longer kept or passed on. The call
+   * still settles when its answer ends (or times out), so that whoever
+   * counts calls on the service knows when it is done with this one.
+   */
+  signal?: AbortSignal
 }
 
 /**
@@ -49,6 +55,8 @@ interface Pending {
   slot: number
   chunks: string[]
   onChunk: ((text: string) => void) | undefined
+  /** Its caller is gone: chunks are dropped as they arrive. */
+  dropChunks: boolean
   resolve(text: string): void
   reject(error: Error): void
 }
@@ -88,7 +96,7 @@ export class RequestClient {
       const response = decoded.value
       if (response.error) return this.settle(id!, new ToolCallError(response.error.type, response.error.message))
       if (!pending.onChunk) return this.settle(id!, response.response) // first message wins
-      if (response.response !== '') {
+      if (response.response !== '' && !pending.dropChunks) {
         pending.chunks.push(response.response)
         pending.onChunk(response.response)
       }
@@ -97,23 +105,40 @@ export class RequestClient {
   }
 
   call(request: ToolCall, options: CallOptions = {}): Promise<string> {
+    let body: Uint8Array
+    try {
+      body = encodeRequest(request)
+    } catch (err) {
+      // Refused before it takes a slot: the same error the bridge would answer.
+      return Promise.reject(isToolbridgeError(err) ? new ToolCallError(wireErrorType(err.kind), err.message) : err)
+    }
     const slot = this.freeSlots.pop() ?? this.slots.length
     const id = `${this.prefix}${slot}.${++this.sequence}`
     const timeoutMs = options.timeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS
+    const { signal } = options
     return new Promise<string>((resolve, reject) => {
       const timer = setTimeout(
         () => this.settle(id, new ToolCallTimeoutError(`no answer on ${this.responseQueue} within ${timeoutMs} ms`)),
         timeoutMs,
       )
-      this.slots[slot] = {
+      const pending: Pending = {
         id,
         slot,
         chunks: [],
         onChunk: options.onChunk,
-        resolve: (text) => (clearTimeout(timer), resolve(text)),
-        reject: (error) => (clearTimeout(timer), reject(error)),
+        dropChunks: false,
+        resolve: (text) => (done(), resolve(text)),
+        reject: (error) => (done(), reject(error)),
       }
-      this.transport.publish(this.requestQueue, encodeRequest(request), { [ID_PROPERTY]: id }).catch((err: Error) =>
+      const onAbort = () => {
+        pending.dropChunks = true
+        pending.chunks = []
+      }
+      const done = () => (clearTimeout(timer), signal?.removeEventListener('abort', onAbort))
+      this.slots[slot] = pending
+      if (signal?.aborted) onAbort()
+      else signal?.addEventListener('abort', onAbort, { once: true })
+      this.transport.publish(this.requestQueue, body, { [ID_PROPERTY]: id }).catch((err: Error) =>
         this.settle(id, err),
       )
     })

@@ -18,6 +18,8 @@ export interface ToolEntry {
 export interface ToolCallOptions {
   /** Called with each chunk of a streaming service's answer. */
   onChunk?: (text: string) => void
+  /** The caller is gone: its chunks are dropped from then on (see RequestClient). */
+  signal?: AbortSignal
 }
 
 export interface ToolCaller {
@@ -61,6 +63,7 @@ export function createToolCaller(services: ToolServiceSpec[], transport: Transpo
           timeoutMs: entry.spec.timeoutMs + ANSWER_MARGIN_MS,
           // Only a streaming service sends chunks; with a chunk handler the client waits for them all.
           onChunk: entry.spec.response === 'stream' ? (options.onChunk ?? (() => {})) : undefined,
+          signal: options.signal,
         },
       )
     },

@@ -19,6 +19,18 @@ import type { ConsumeOptions, Consumer, OnDelivery, Properties, Transport } from
 /** The largest default among real brokers that TrustGraph shares with us (Pulsar: 5 MB). */
 export const MEMORY_MAX_MESSAGE_BYTES = 5 * 1024 * 1024
 
+/**
+ * What one subscription may hold undelivered before publishing to it is
+ * refused (`unavailable`, retriable): the broker lives in the bridge's
+ * memory, so a queue that nobody drains must not grow without end.
+ */
+export interface BacklogLimits {
+  maxMessages: number
+  maxBytes: number
+}
+
+export const MEMORY_BACKLOG_LIMITS: BacklogLimits = { maxMessages: 100_000, maxBytes: 256 * 1024 * 1024 }
+
 interface Message {
   body: Uint8Array
   properties: Properties
@@ -57,6 +69,7 @@ class MemoryConsumer implements Consumer {
 /** One queue bound to a fanout point, with the consumers sharing it. */
 class Subscription {
   readonly backlog: Message[] = []
+  backlogBytes = 0
   consumers: MemoryConsumer[] = []
   private next = 0
   private scheduled = false
@@ -70,6 +83,7 @@ class Subscription {
   }
 
   enqueue(message: Message, front = false): void {
+    this.backlogBytes += message.body.byteLength
     if (front) this.backlog.unshift(message)
     else this.backlog.push(message)
     this.schedule()
@@ -103,6 +117,7 @@ class Subscription {
       const consumer = this.pickConsumer()
       if (!consumer) return
       const message = this.backlog.shift()!
+      this.backlogBytes -= message.body.byteLength
       this.deliver(consumer, message)
     }
   }
@@ -142,6 +157,11 @@ export class MemoryBroker {
   /** Queue name as given -> its logical name: parsed once, not on every publish. */
   private readonly keys = new Map<string, string>()
   private privateCount = 0
+  private readonly limits: BacklogLimits
+
+  constructor(limits: BacklogLimits = MEMORY_BACKLOG_LIMITS) {
+    this.limits = limits
+  }
 
   private key(queue: string): string {
     let key = this.keys.get(queue)
@@ -169,6 +189,15 @@ export class MemoryBroker {
   publish(queue: string, body: Uint8Array, properties: Properties): void {
     const subscriptions = this.queues.get(this.key(queue))
     if (!subscriptions) return
+    for (const [name, subscription] of subscriptions) {
+      if (subscription.backlog.length >= this.limits.maxMessages || subscription.backlogBytes + body.byteLength > this.limits.maxBytes) {
+        throw new ToolbridgeError(
+          'unavailable',
+          `embedded broker: ${queue} (${name}) already holds ${subscription.backlog.length} messages, ${subscription.backlogBytes} bytes, undelivered; try again later`,
+          { retriable: true },
+        )
+      }
+    }
     for (const subscription of subscriptions.values()) {
       subscription.enqueue({ body, properties, redelivered: false })
     }

@@ -1,0 +1,67 @@
+/**
+ * Who may reach the endpoints that run tools from a browser. Without these
+ * checks any web page could call a gateway on the developer's machine: a
+ * cross-site POST runs a tool (the page cannot read the answer, but the tool
+ * has run), and a DNS-rebinding page (its own name re-pointed at 127.0.0.1)
+ * can call and read as if it were same-origin.
+ *
+ * - `Host` must be an IP address, `localhost`, the name the gateway listens
+ *   on, this machine's name when listening on every interface, or one of
+ *   the allowed hosts. A rebinding page can only send a name its owner
+ *   controls, never an IP address.
+ * - `Origin`, which browsers send on cross-site and rebinding requests (and
+ *   tools such as curl do not), must be one of the allowed origins: none
+ *   by default.
+ */
+import type { IncomingMessage } from 'node:http'
+import { isIP } from 'node:net'
+import { hostname } from 'node:os'
+
+export interface HostOriginPolicy {
+  /** The address or name the gateway listens on. */
+  listenHost: string
+  /** Extra host names (lower case); `*` allows any. */
+  allowedHosts: readonly string[]
+  /** Allowed origins (lower case, `scheme://host[:port]`). */
+  allowedOrigins: readonly string[]
+}
+
+/** What a refused request is told: the header at fault and how to allow it. */
+export interface Refusal {
+  status: 403
+  message: string
+}
+
+const WILDCARDS = new Set(['0.0.0.0', '::', '[::]', ''])
+
+/** The name part of a Host header: `[::1]:8080` -> `::1`, `Example.com:80` -> `example.com`. */
+export function hostName(header: string): string {
+  const lower = header.trim().toLowerCase()
+  if (lower.startsWith('[')) return lower.slice(1, lower.indexOf(']') >= 0 ? lower.indexOf(']') : undefined)
+  const colon = lower.lastIndexOf(':')
+  return (colon >= 0 ? lower.slice(0, colon) : lower).replace(/\.$/, '')
+}
+
+export function createHostOriginCheck(policy: HostOriginPolicy): (req: IncomingMessage) => Refusal | undefined {
+  const listen = policy.listenHost.toLowerCase()
+  const names = new Set(['localhost', hostName(listen), ...policy.allowedHosts])
+  if (WILDCARDS.has(listen)) names.add(hostname().toLowerCase())
+  const anyHost = policy.allowedHosts.includes('*')
+  const origins = new Set(policy.allowedOrigins)
+
+  return (req) => {
+    const host = req.headers.host
+    // HTTP/1.0 may leave Host out; browsers always send it.
+    if (host !== undefined && !anyHost) {
+      const name = hostName(host)
+      if (isIP(name) === 0 && !names.has(name)) {
+        return { status: 403, message: `Host "${host.slice(0, 200)}" is not allowed: add it with --allowed-hosts (env TOOLBRIDGE_ALLOWED_HOSTS)` }
+      }
+    }
+    const origin = req.headers.origin
+    if (origin !== undefined && !origins.has(origin.toLowerCase())) {
+      return { status: 403, message: `Origin "${origin.slice(0, 200)}" is not allowed: add it with --allowed-origins (env TOOLBRIDGE_ALLOWED_ORIGINS)` }
+    }
+    return undefined
+  }
+}
