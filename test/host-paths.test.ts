@@ -34,7 +34,7 @@ describe('error answers on the wire', () => {
   // A handler export that does not exist: the loader's message names the module's absolute path.
   const broken = {
     ...examples,
-    services: examples.services.filter((s) => s.id === 'joke-service').map((s) => ({ ...s, handler: 'functions/joke/handler.nope' })),
+    services: examples.services.filter((s) => s.id === 'joke-service').map((s) => ({ ...s, location: { kind: 'handler' as const, handler: 'functions/joke/handler.nope', lambdaName: 'nope' } })),
   }
 
   async function errorFor(flags: SettingFlags): Promise<ToolCallError> {
