@@ -13,6 +13,7 @@ const escapeNonAscii = (char: string) => '\\u' + char.charCodeAt(0).toString(16)
 /** A JSON string literal with `ensure_ascii` escaping (astral characters as surrogate pairs, like Python). */
 export function pythonJsonString(text: string): string {
   const literal = JSON.stringify(text)
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the range starts at U+0000 on purpose: anything outside printable ASCII and its controls
   return /[^\u0000-\u007e]/.test(literal) ? literal.replace(NON_ASCII, escapeNonAscii) : literal
 }
 

@@ -316,9 +316,9 @@ describe('bodies, paths and arguments that used to get the wrong answer', () => 
   })
 
   it('answers 400 to a malformed escape in the tool name, invalid UTF-8 and arguments nested 100,000 deep', async () => {
-    const escape = await raw(url, '/tools/%ZZ', { headers: { ...JSON_HEADERS, ...auth }, body: '{}' })
-    expect(escape.status).toBe(400)
-    expect(JSON.parse(escape.text)).toEqual({ error: { type: 'http', message: 'malformed percent-escape in the tool name "%ZZ"' } })
+    const badEscape = await raw(url, '/tools/%ZZ', { headers: { ...JSON_HEADERS, ...auth }, body: '{}' })
+    expect(badEscape.status).toBe(400)
+    expect(JSON.parse(badEscape.text)).toEqual({ error: { type: 'http', message: 'malformed percent-escape in the tool name "%ZZ"' } })
     const utf8 = await raw(url, '/tools/echo', { headers: { ...JSON_HEADERS, ...auth }, body: Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]) })
     expect({ status: utf8.status, body: JSON.parse(utf8.text) }).toEqual({ status: 400, body: { error: { type: 'http', message: 'body is not valid UTF-8' } } })
     const deep = await raw(url, '/tools/echo', { headers: { ...JSON_HEADERS, ...auth }, body: `{"arguments":${deepArguments(100_000)}}` })

@@ -51,7 +51,7 @@ function sourceFiles(dir: string): string[] {
 }
 
 /** Every project file a source file reaches by a relative specifier: static, dynamic, re-exports, worker URLs. */
-export function relativeImports(file: string, text: string): string[] {
+function relativeImports(file: string, text: string): string[] {
   const specifiers = [
     ...text.matchAll(/\b(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g),
     ...text.matchAll(/new URL\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*,\s*import\.meta\.url/g),
@@ -60,7 +60,7 @@ export function relativeImports(file: string, text: string): string[] {
 }
 
 /** The rule's verdict on one import; undefined when it is allowed. */
-export function violation(from: string, to: string): string | undefined {
+function violation(from: string, to: string): string | undefined {
   for (const [from2, to2] of ALSO_ALLOWED) if (within(from, from2) && within(to, to2)) return undefined
   const apart = APART.find(([place]) => within(from, place))
   if (apart) {

@@ -23,4 +23,5 @@ export function bearerMatches(header: string | undefined, token: string): boolea
   return scheme !== null && (utf8 || (isLatin1(token) && latin1))
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: Latin-1 is U+0000 to U+00FF, controls included
 const isLatin1 = (text: string) => /^[\u0000-\u00ff]*$/.test(text)

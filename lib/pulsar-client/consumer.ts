@@ -199,7 +199,7 @@ export class Consumer implements ConsumerListener {
         }, undefined),
       )
     } else {
-      let entries
+      let entries: ReturnType<typeof unpackBatch>
       try {
         entries = unpackBatch(payload, count)
       } catch (err) {
