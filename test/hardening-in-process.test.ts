@@ -48,8 +48,8 @@ describe('toolbridge start --invoker in-process, with a function that fails afte
   }
 
   beforeAll(async () => {
-    await until(() => /^ {2}HTTP: http:\/\/127\.0\.0\.1:\d+\/tools$/m.test(stdout) || exited)
-    const match = /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools$/m.exec(stdout)
+    await until(() => /^ {2}HTTP: http:\/\/127\.0\.0\.1:\d+\/tools\b/m.test(stdout) || exited)
+    const match = /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools\b/m.exec(stdout)
     if (!match) throw new Error(`toolbridge start exited before serving:\n${stdout}${stderr}`)
     url = match[1]!
   })
