@@ -25,7 +25,8 @@ import { describeMachine, fmt, loadAverage, machineInfo, median, numberEnv, prin
 
 const RUNS = Math.floor(numberEnv('STARTUP_RUNS', 11, 1))
 const OUT = resolve(ROOT, process.env.STARTUP_OUT || 'bench/results/startup.json')
-const MAIN = resolve(ROOT, 'bridge/cli/main.ts')
+/** What `toolbridge` runs (package.json `bin`). */
+const MAIN = resolve(ROOT, 'bridge/cli/toolbridge.js')
 const TARGET_SECONDS = 0.35
 
 /** A free TCP port on the loopback interface. */

@@ -30,7 +30,7 @@ function packagesLoaded(...args: string[]): Promise<{ code: number; packages: Se
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ['--import', RECORD_LOADS, 'bridge/cli/main.ts', ...args],
+      ['--import', RECORD_LOADS, 'bridge/cli/toolbridge.js', ...args],
       { cwd: ROOT, env: cleanEnv(), timeout: CHILD_TIMEOUT_MS },
       (error, stdout, stderr) => {
         try {
@@ -94,7 +94,7 @@ describe('start-up loads only what the command needs', () => {
 
   it('start on the embedded broker loads prom-client and pino, and no broker client, MCP SDK or AWS SDK until /mcp is called', async () => {
     const port = await freePort()
-    const child = spawn(process.execPath, ['--import', RECORD_LOADS, 'bridge/cli/main.ts', 'start', '--port', String(port)], {
+    const child = spawn(process.execPath, ['--import', RECORD_LOADS, 'bridge/cli/toolbridge.js', 'start', '--port', String(port)], {
       cwd: ROOT,
       env: cleanEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],
