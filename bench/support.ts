@@ -5,6 +5,7 @@
  * and the results file.
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
+import { enableCompileCache } from 'node:module'
 import os from 'node:os'
 import { dirname, relative, resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -12,6 +13,9 @@ import { fileURLToPath } from 'node:url'
 import { loadProject } from '../bridge/project/project.ts'
 import { INVOKERS, type InvokerKind } from '../bridge/project/settings.ts'
 import { decodeRequest, encodeRequest } from '../shared/protocol.ts'
+
+// As the toolbridge bin does (bridge/cli/toolbridge.js): worker threads then start from the compile cache.
+enableCompileCache()
 
 /** The project's root directory. */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')

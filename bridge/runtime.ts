@@ -5,12 +5,12 @@
 import { messageOf } from '../shared/errors.ts'
 import type { Project } from './project/project.ts'
 import { checkInFlightCap, type Settings } from './project/settings.ts'
-import { createMetrics, type Metrics } from './support/metrics.ts'
+import type { Metrics } from './support/metrics.ts'
 import { createPathScrubber } from './support/host-paths.ts'
 import { createBridge, type Bridge } from './core/bridge.ts'
 import { startConfigService, type ConfigService } from './trustgraph/config-service.ts'
 import { checkExposure } from './http/exposure.ts'
-import { startGateway, type Gateway } from './http/gateway.ts'
+import type { Gateway } from './http/gateway.ts'
 import { LocationInvoker } from './invokers/invoker-for-location.ts'
 import { silentLogger, type Logger } from './support/logger.ts'
 import { createTransport } from './transports/create-transport.ts'
@@ -60,8 +60,10 @@ export async function startRuntime(
   checkInFlightCap(project.services, settings.limits)
   // Before anything starts: a refused gateway must not leave a bridge running.
   if (settings.port !== undefined) await checkExposure(settings.host, settings, settings.gateway.allowUnauthenticated)
+  // prom-client and the gateway are imported here rather than with this module: commands that only read serverless.yml never load them.
+  const { createMetrics } = await import('./support/metrics.ts')
   const metrics = createMetrics()
-  const transport = createTransport(settings.broker, memoryBroker, {
+  const transport = await createTransport(settings.broker, memoryBroker, {
     logger,
     pulsar: settings.pulsar,
     onReconnect: () => metrics.transportReconnected(transport.kind),
@@ -80,7 +82,7 @@ export async function startRuntime(
   await bridge.start()
   const clientTransports: Transport[] = []
   const connectClient = async () => {
-    const client = createTransport(settings.broker, memoryBroker, { logger, pulsar: settings.pulsar })
+    const client = await createTransport(settings.broker, memoryBroker, { logger, pulsar: settings.pulsar })
     await client.connect()
     clientTransports.push(client)
     return client
@@ -89,6 +91,7 @@ export async function startRuntime(
   const configService = settings.broker === undefined ? await startConfigService({ transport: await connectClient(), logger }) : undefined
   let gateway: Gateway | undefined
   if (settings.port !== undefined) {
+    const { startGateway } = await import('./http/gateway.ts')
     gateway = await startGateway({
       services: project.services,
       transport: await connectClient(),

@@ -74,7 +74,7 @@ describe.skipIf(!ready)('the in-memory configuration service with TrustGraph on 
 
   beforeAll(async () => {
     broker = await startRabbitmq()
-    clientTransport = createTransport(broker.url)
+    clientTransport = await createTransport(broker.url)
     await clientTransport.connect()
     // TrustGraph's own service first, alone on the queue; then ours in its place.
     let trustgraph: ChildProcess | undefined
@@ -84,7 +84,7 @@ describe.skipIf(!ready)('the in-memory configuration service with TrustGraph on 
     } finally {
       await stopChild(trustgraph)
     }
-    serviceTransport = createTransport(broker.url)
+    serviceTransport = await createTransport(broker.url)
     await serviceTransport.connect()
     service = await startConfigService({ transport: serviceTransport })
   })

@@ -24,7 +24,7 @@ const runnable = native.ok && pulsarRunnable()
 
 describe.runIf(!native.ok)('without the native addon', () => {
   it('fails connect() with a config error that says why the addon cannot be used', async () => {
-    const transport = createTransport('pulsar://127.0.0.1:6650', undefined, { pulsar: { client: 'native' } })
+    const transport = await createTransport('pulsar://127.0.0.1:6650', undefined, { pulsar: { client: 'native' } })
     const error = (await transport.connect().catch((err: unknown) => err)) as ToolbridgeError
     expect(error).toBeInstanceOf(ToolbridgeError)
     expect(error.kind).toBe('config')
@@ -57,7 +57,7 @@ describe.runIf(runnable)('the bridge on the native pulsar-client', () => {
   })
 
   it('connects through the addon', async () => {
-    const transport = createTransport(settings.broker, undefined, { pulsar: settings.pulsar })
+    const transport = await createTransport(settings.broker, undefined, { pulsar: settings.pulsar })
     try {
       await transport.connect()
       expect(transport.kind).toBe('pulsar-native')

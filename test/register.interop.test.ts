@@ -150,7 +150,7 @@ describe.each(BACKENDS)("registering with TrustGraph's configuration service on 
 
   it.skipIf(!ready)("reports the configuration service's own refusal", async () => {
     // The CLI never sends an empty workspace; toolbridge's client does if asked, and TrustGraph's service refuses it.
-    const transport = createTransport(broker.url)
+    const transport = await createTransport(broker.url)
     await transport.connect()
     const client = new ConfigClient(transport, { timeoutMs: 20_000 })
     try {

@@ -4,14 +4,13 @@
  */
 import type { Project } from '../project/project.ts'
 import type { PulsarSettings, Settings } from '../project/settings.ts'
-import { startRuntime } from '../runtime.ts'
 import { createLogger } from '../support/logger.ts'
 import { createTransport } from '../transports/create-transport.ts'
 import type { Transport } from '../transports/transport.ts'
 
 /** A connection to a broker elsewhere; it logs warnings only, the command's output being its own. */
 export async function connectBroker(broker: string, pulsar: PulsarSettings): Promise<Transport> {
-  const transport = createTransport(broker, undefined, { logger: createLogger('warn'), pulsar })
+  const transport = await createTransport(broker, undefined, { logger: createLogger('warn'), pulsar })
   await transport.connect()
   return transport
 }
@@ -32,6 +31,7 @@ export async function connectToTools(project: Project, settings: Settings): Prom
     const transport = await connectBroker(settings.broker, settings.pulsar)
     return { transport, close: () => transport.close() }
   }
+  const { startRuntime } = await import('../runtime.ts')
   const runtime = await startRuntime(project, settings)
   return { transport: await runtime.connectClient(), close: () => runtime.stop() }
 }

@@ -4,18 +4,11 @@
  * print their TrustGraph descriptors.
  */
 import { Command, CommanderError, Option } from 'commander'
-import { descriptors } from '../project/descriptors.ts'
 import { isRecord, messageOf, ToolbridgeError } from '../../shared/errors.ts'
 import type { QueueStyle } from '../../shared/queues.ts'
-import { checkFunctions } from './check.ts'
-import { RequestClient, ToolCallError } from '../trustgraph/request-client.ts'
-import { loadProject } from '../project/project.ts'
+import { ToolCallError } from '../trustgraph/request-client.ts'
 import { DEFAULT_GATEWAY_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, EMBEDDED_DEFAULT_PORT, resolveInvokeRoute, resolveSettings, type SettingFlags } from '../project/settings.ts'
-import { callThroughGateway, gatewayTools } from './gateway-client.ts'
-import { endpointGuards } from '../http/exposure.ts'
-import { createLogger, LOG_LEVELS } from '../support/logger.ts'
-import { startRuntime } from '../runtime.ts'
-import { connectToTools } from './connect.ts'
+import { LOG_LEVELS } from '../support/logger.ts'
 import {
   addBrokerOptions,
   addInvokerOptions,
@@ -30,7 +23,11 @@ import {
   workspaceOption,
 } from './options.ts'
 import { addTrustgraphCommands, registerOn } from './trustgraph-commands.ts'
-import { redact } from '../transports/redact.ts'
+
+// What a command needs beyond its options is imported when it runs: `--help`
+// and the commands that only read serverless.yml never load a broker client,
+// the bridge, the HTTP gateway or the AWS SDK.
+const loadProject = async (file: string) => (await import('../project/project.ts')).loadProject(file)
 
 const program = new Command('toolbridge')
   .description('Run agent tools as Lambda-style functions behind TrustGraph tool-service queues')
@@ -58,8 +55,14 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
   .addOption(workspaceOption())
   .addOption(mcpTokenOption('bearer token /mcp requires instead of --http-token'))
   .action(async (flags: SettingFlags & { register?: boolean }) => {
-    const project = loadProject(program.opts().config)
+    const project = await loadProject(program.opts().config)
     const settings = resolveSettings(flags)
+    const [{ createLogger }, { startRuntime }, { endpointGuards }, { redact }] = await Promise.all([
+      import('../support/logger.ts'),
+      import('../runtime.ts'),
+      import('../http/exposure.ts'),
+      import('../transports/redact.ts'),
+    ])
     const logger = createLogger(settings.logLevel)
     const runtime = await startRuntime(project, settings, { logger })
     const where = settings.broker === undefined ? 'the embedded broker' : redact(settings.broker)
@@ -119,7 +122,7 @@ addInvokerOptions(addBrokerOptions(invokeCommand))
     'the HTTP endpoint of a running `toolbridge start` to call through (env TOOLBRIDGE_URL); default: the one on this machine at 127.0.0.1:8080 when it serves the tool and neither --broker nor --invoker is given',
   )
   .action(async (toolName: string, flags: SettingFlags & { arg: string[]; args?: string; user?: string; stream?: boolean; timeout: string; url?: string }) => {
-    const project = loadProject(program.opts().config)
+    const project = await loadProject(program.opts().config)
     const spec = project.services.find((s) => s.tools.some((t) => t.name === toolName))
     const tool = spec?.tools.find((t) => t.name === toolName)
     if (!spec || !tool) {
@@ -134,6 +137,7 @@ addInvokerOptions(addBrokerOptions(invokeCommand))
     const settings = resolveSettings(flags, process.env, { gateway: false })
     const route = resolveInvokeRoute(flags)
     if (route.via === 'gateway') {
+      const { callThroughGateway, gatewayTools } = await import('./gateway-client.ts')
       const token = settings.httpToken
       const served = await gatewayTools(route.url, token)
       if (served?.includes(toolName)) return printAnswer(await callThroughGateway(route.url, toolName, call, { ...options, token }))
@@ -142,6 +146,7 @@ addInvokerOptions(addBrokerOptions(invokeCommand))
       }
     }
     // Through the broker; without one (and no running bridge to go through), from an embedded bridge in this process.
+    const [{ connectToTools }, { RequestClient }] = await Promise.all([import('./connect.ts'), import('../trustgraph/request-client.ts')])
     const tools = await connectToTools(project, settings)
     const client = new RequestClient(tools.transport, spec)
     try {
@@ -159,8 +164,9 @@ program
   .addOption(queuesOption())
   .addOption(mcpUrlOption())
   .addOption(mcpTokenOption('auth-token for the `mcp` entries'))
-  .action((flags: { queues: QueueStyle; mcpUrl?: string; mcpToken?: string }) => {
-    const project = loadProject(program.opts().config)
+  .action(async (flags: { queues: QueueStyle; mcpUrl?: string; mcpToken?: string }) => {
+    const project = await loadProject(program.opts().config)
+    const { descriptors } = await import('../project/descriptors.ts')
     const mcp = mcpEndpoint(flags.mcpUrl, resolveSettings({ mcpToken: flags.mcpToken }).mcpToken)
     console.log(JSON.stringify(descriptors(project.services, flags.queues, mcp), null, 2))
   })
@@ -173,7 +179,8 @@ program
   .addOption(invokerOption())
   .addOption(lambdaEndpointOption())
   .action(async (flags: SettingFlags) => {
-    const project = loadProject(program.opts().config)
+    const project = await loadProject(program.opts().config)
+    const { checkFunctions } = await import('./check.ts')
     const results = await checkFunctions(project, resolveSettings(flags, process.env, { gateway: false }))
     for (const r of results) console.log(`${r.ok ? 'ok ' : 'BAD'}  ${r.service}  ${r.target}: ${r.detail}`)
     const bad = results.filter((r) => !r.ok).length

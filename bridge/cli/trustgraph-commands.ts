@@ -1,7 +1,8 @@
 /**
  * The commands that connect toolbridge to TrustGraph and MCP clients:
  * `register` / `unregister` (its configuration service), `mcp` (an MCP
- * server on stdio), and the registration `start --register` does.
+ * server on stdio), and the registration `start --register` does. What a
+ * command needs to run is imported when it runs (see main.ts).
  */
 import type { Command } from 'commander'
 import { CONFIG_REQUEST_QUEUE } from '../../shared/config-protocol.ts'
@@ -9,14 +10,10 @@ import type { ToolServiceSpec } from '../project/tool-services.ts'
 import { ToolbridgeError } from '../../shared/errors.ts'
 import type { QueueStyle } from '../../shared/queues.ts'
 import { ConfigClient } from '../trustgraph/config-client.ts'
-import { loadProject } from '../project/project.ts'
 import { resolveSettings, type SettingFlags, type Settings } from '../project/settings.ts'
-import { serveMcpStdio } from '../http/mcp.ts'
 import { register, registrationItems, unregister, type RegistrationOptions } from '../trustgraph/registration.ts'
-import { createToolCaller } from '../trustgraph/tool-caller.ts'
 import { redact } from '../transports/redact.ts'
 import type { Transport } from '../transports/transport.ts'
-import { connectBroker, connectToTools } from './connect.ts'
 import { addBrokerOptions, addInvokerOptions, mcpEndpoint, mcpTokenOption, mcpUrlOption, queuesOption, timeoutMs, timeoutOption, workspaceOption } from './options.ts'
 
 /** Puts the descriptors into the configuration service reachable on `transport`; returns a one-line summary. */
@@ -47,7 +44,8 @@ export function addTrustgraphCommands(program: Command): void {
       .addOption(mcpTokenOption('auth-token for the `mcp` entries'))
       .addOption(timeoutOption("how long to wait for TrustGraph's configuration service", 60))
 
-  const prepare = (flags: RegisterFlags) => {
+  const prepare = async (flags: RegisterFlags) => {
+    const { loadProject } = await import('../project/project.ts')
     const project = loadProject(program.opts().config)
     const settings = resolveSettings(flags, process.env, { gateway: false })
     const options: RegistrationOptions = { workspace: settings.workspace, queues: flags.queues, mcp: mcpEndpoint(flags.mcpUrl, settings.mcpToken) }
@@ -68,7 +66,7 @@ export function addTrustgraphCommands(program: Command): void {
   registration('register', "put every tool-service and tool descriptor into TrustGraph's configuration service")
     .option('--dry-run', 'print the config items instead of sending them')
     .action(async (flags: RegisterFlags) => {
-      const { project, settings, options } = prepare(flags)
+      const { project, settings, options } = await prepare(flags)
       if (flags.dryRun) {
         // As TrustGraph's own translator prints them: no per-value workspace unless set.
         const values = registrationItems(project.services, options).map(({ type, key, value }) => ({ type, key, value }))
@@ -77,6 +75,7 @@ export function addTrustgraphCommands(program: Command): void {
       }
       const broker = configServiceBroker(settings)
       const timeout = timeoutMs(flags.timeout)
+      const { connectBroker } = await import('./connect.ts')
       const transport = await connectBroker(broker, settings.pulsar)
       try {
         console.log(`toolbridge: ${await registerOn(transport, project.services, { ...options, timeoutMs: timeout })} on ${redact(broker)}`)
@@ -86,9 +85,10 @@ export function addTrustgraphCommands(program: Command): void {
     })
 
   registration('unregister', "delete from TrustGraph's configuration service what register puts there").action(async (flags: RegisterFlags) => {
-    const { project, settings, options } = prepare(flags)
+    const { project, settings, options } = await prepare(flags)
     const broker = configServiceBroker(settings)
     const timeout = timeoutMs(flags.timeout)
+    const { connectBroker } = await import('./connect.ts')
     const transport = await connectBroker(broker, settings.pulsar)
     const client = new ConfigClient(transport, { timeoutMs: timeout })
     try {
@@ -103,6 +103,12 @@ export function addTrustgraphCommands(program: Command): void {
 
   addInvokerOptions(addBrokerOptions(program.command('mcp').description('serve every tool as an MCP server on stdin/stdout, calling it through the broker'))).action(
     async (flags: SettingFlags) => {
+      const [{ loadProject }, { connectToTools }, { createToolCaller }, { serveMcpStdio }] = await Promise.all([
+        import('../project/project.ts'),
+        import('./connect.ts'),
+        import('../trustgraph/tool-caller.ts'),
+        import('../http/mcp.ts'),
+      ])
       const project = loadProject(program.opts().config)
       // Without a broker, the tools are served by an embedded bridge in this process.
       const tools = await connectToTools(project, resolveSettings(flags, process.env, { gateway: false }))

@@ -28,7 +28,6 @@ import { bearerMatches } from './bearer.ts'
 import { readJsonBody, requireJson } from './body.ts'
 import { checkExposure, endpointGuards } from './exposure.ts'
 import { createHostOriginCheck } from './host-origin.ts'
-import { jsonRpcError, mcpHttpHandler } from './mcp.ts'
 import { NdjsonAnswer } from './ndjson-answer.ts'
 import { bounded, HttpError, sendJson } from './responses.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
@@ -89,7 +88,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const logger = options.logger ?? silentLogger
   const caller = gatedCaller(createToolCaller(services, transport))
   const { tools } = caller
-  const mcp = mcpHttpHandler(caller, { maxBodyBytes: transport.maxMessageBytes })
+  // The MCP SDK is loaded on the first /mcp request: a bridge only called on /tools or the broker never pays for it.
+  let mcpModule: Promise<typeof import('./mcp.ts')> | undefined
+  const loadMcp = () => (mcpModule ??= import('./mcp.ts'))
+  let mcpHandler: ReturnType<typeof import('./mcp.ts').mcpHttpHandler> | undefined
+  const mcp = async (req: IncomingMessage, res: ServerResponse) => {
+    mcpHandler ??= (await loadMcp()).mcpHttpHandler(caller, { maxBodyBytes: transport.maxMessageBytes })
+    return mcpHandler(req, res)
+  }
   const cap = new InFlightCap(options.maxInFlight ?? DEFAULT_GATEWAY_MAX_IN_FLIGHT)
   const hostOrigin = createHostOriginCheck({
     listenHost: options.host,
@@ -188,12 +194,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   const server: Server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS }, (req, res) => {
-    route(req, res).catch((err: unknown) => {
+    route(req, res).catch(async (err: unknown) => {
       if (res.headersSent) return void res.end()
       const status = err instanceof HttpError ? err.status : 500
       const headers = err instanceof HttpError ? err.headers : {}
       const message = bounded(messageOf(err))
-      if (req.url?.split('?')[0] === '/mcp') return jsonRpcError(res, status, message, headers)
+      if (req.url?.split('?')[0] === '/mcp') return (await loadMcp()).jsonRpcError(res, status, message, headers)
       sendJson(res, status, { error: { type: 'http', message } }, headers)
     })
   })

@@ -9,6 +9,7 @@
  * process: they contain faults, they are not a security boundary.
  */
 import { randomUUID } from 'node:crypto'
+import { getCompileCacheDir } from 'node:module'
 import { setFlagsFromString } from 'node:v8'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
 import type { HandlerLocation } from '../project/tool-services.ts'
@@ -18,7 +19,7 @@ import { functionError, type FunctionTarget, type Invocation, type Invoker, type
 import { DEFAULT_MAX_STREAM_BYTES } from './run-handler.ts'
 import type { FromWorker, ToWorker, WorkerSetup } from './worker.ts'
 
-const WORKER_SCRIPT = new URL('./worker.ts', import.meta.url)
+const WORKER_SCRIPT = new URL('./worker-entry.js', import.meta.url)
 const MB = 1024 * 1024
 const CREDIT: ToWorker = { type: 'credit' }
 
@@ -261,7 +262,13 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
     let pool = this.pools.get(target.functionName)
     if (!pool) {
       const options: EnvironmentOptions = {
-        setup: { baseDir: this.baseDir, handler: target.location.handler, functionName: target.functionName, maxStreamBytes: this.maxStreamBytes },
+        setup: {
+          baseDir: this.baseDir,
+          handler: target.location.handler,
+          functionName: target.functionName,
+          maxStreamBytes: this.maxStreamBytes,
+          compileCacheDir: getCompileCacheDir(),
+        },
         memoryMb: target.memoryMb,
         env: functionEnvironment(target, this.baseDir),
         logger: this.logger,

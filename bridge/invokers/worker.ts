@@ -14,6 +14,8 @@ export interface WorkerSetup {
   handler: string
   functionName: string
   maxStreamBytes: number
+  /** The bridge's compile cache, if it has one (worker-entry.js). */
+  compileCacheDir: string | undefined
 }
 
 export type ToWorker =

@@ -3,20 +3,19 @@
  * `custom.toolServices`, checked and resolved (TrustGraph's descriptors are
  * made from them in descriptors.ts).
  */
-import { Ajv, type ErrorObject } from 'ajv'
+import type { ErrorObject, ValidateFunction } from 'ajv'
 import { ConfigError, isRecord } from '../../shared/errors.ts'
 import { defaultQueues, parseQueueName, QueueNameError } from '../../shared/queues.ts'
 import {
   type AnswerFormat,
   type ArgumentType,
   type EventShape,
-  externalToolServiceSchema,
   type HttpMethod,
   type ResponseMode,
   TEMPLATE_PATH,
   TEMPLATE_PLACEHOLDER,
-  toolServiceSchema,
 } from '../../shared/tool-service-schema.ts'
+import * as generated from './tool-service-validators.generated.ts'
 
 export interface ConfigParam {
   name: string
@@ -153,10 +152,10 @@ interface ToolBlock {
   arguments?: { name: string; type: ArgumentType; description: string; required?: boolean }[]
 }
 
-// As strict as osls, which compiles the same schema for `sls` (no union types); verbose for anyOf messages.
-const ajv = new Ajv({ strict: true, allErrors: true, verbose: true })
-const validateToolService = ajv.compile<ToolServiceBlock>(toolServiceSchema)
-const validateExternalToolService = ajv.compile<ToolServiceBlock>(externalToolServiceSchema)
+// toolServiceSchema and externalToolServiceSchema compiled ahead of time by scripts/compile-schemas.ts (with
+// ajv as strict as osls, which compiles the same schema for `sls`; verbose for anyOf messages).
+const validateToolService = generated.validateToolService as ValidateFunction<ToolServiceBlock>
+const validateExternalToolService = generated.validateExternalToolService as ValidateFunction<ToolServiceBlock>
 
 /** `/tools/0/name` -> `.tools[0].name` */
 const jsonPointerToPath = (pointer: string): string =>

@@ -2,8 +2,14 @@
  * The logging surface the bridge depends on: pino's call shape, so a pino
  * logger fits, and tests can pass a silent one.
  */
-import pino from 'pino'
-import pretty from 'pino-pretty'
+import { createRequire } from 'node:module'
+import type Pino from 'pino'
+import type PinoPretty from 'pino-pretty'
+
+// Loaded when a logger is made, not when the module is: `--help` and the
+// commands that never log skip them. Both are CommonJS, so require() keeps
+// createLogger synchronous.
+const require = createRequire(import.meta.url)
 
 type LogFn = (fields: object, message: string) => void
 
@@ -25,7 +31,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number]
  */
 export function createLogger(level: LogLevel, options: { json?: boolean } = {}): Logger {
   const readable = !options.json && process.stderr.isTTY === true
-  const destination = readable ? pretty({ destination: 2, sync: true, ignore: 'pid,hostname' }) : pino.destination(2)
+  const pino = require('pino') as typeof Pino
+  const destination = readable ? (require('pino-pretty') as typeof PinoPretty)({ destination: 2, sync: true, ignore: 'pid,hostname' }) : pino.destination(2)
   return pino(
     {
       level,

@@ -135,7 +135,7 @@ export function describeTransport(name: string, profile: TransportProfile): void
   }
 
   async function transport(): Promise<Transport> {
-    const created = createTransport(profile.settings.broker, profile.memoryBroker, { pulsar: profile.settings.pulsar })
+    const created = await createTransport(profile.settings.broker, profile.memoryBroker, { pulsar: profile.settings.pulsar })
     await created.connect()
     cleanups.push(() => created.close())
     return created
@@ -434,7 +434,7 @@ export function describeTransport(name: string, profile: TransportProfile): void
       })
 
       it('delivers what is published right after subscribe() resolves, properties as given, and an ack or nack after close is a no-op', async () => {
-        const t = createTransport(profile.settings.broker, profile.memoryBroker, { pulsar: profile.settings.pulsar })
+        const t = await createTransport(profile.settings.broker, profile.memoryBroker, { pulsar: profile.settings.pulsar })
         await t.connect()
         cleanups.push(() => t.close())
         const queue = 'response:tg:contract-acks'
