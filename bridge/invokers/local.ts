@@ -10,7 +10,8 @@ import { Worker, type ResourceLimits } from 'node:worker_threads'
 import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
 import type { FromWorker, ToWorker, WorkerSetup } from './worker.ts'
 
-const WORKER_SCRIPT = new URL('./worker.ts', import.meta.url)
+// The build rewrites import specifiers, not URLs: from the package, this module and the worker are .js.
+const WORKER_SCRIPT = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url)
 
 interface Running {
   finish(outcome: Outcome): void
