@@ -15,6 +15,7 @@ import { createLogger, LOG_LEVELS } from '../support/logger.ts'
 import { startRuntime } from '../runtime.ts'
 import { addTrustgraphCommands, mcpEndpoint, mcpTokenOption, mcpUrlOption, registerOn, workspaceOption } from './trustgraph-commands.ts'
 import { createTransport } from '../transports/create-transport.ts'
+import { addScaffoldCommands } from './init.ts'
 import { redact } from '../transports/redact.ts'
 
 const program = new Command('toolbridge')
@@ -194,6 +195,8 @@ program
     const bad = results.filter((r) => !r.ok).length
     if (bad > 0) throw new ToolbridgeError('config', `${bad} of ${results.length} function${results.length > 1 ? 's' : ''} cannot be called`)
   })
+
+addScaffoldCommands(program)
 
 function parseArguments(pairs: string[], json: string | undefined): Record<string, unknown> {
   let args: Record<string, unknown> = {}
