@@ -1,0 +1,227 @@
+/**
+ * toolbridge as a stranger gets it: `npm pack` of this clone, the tarball
+ * installed into a fresh folder under the system temp folder (outside the
+ * clone, so nothing resolves to the clone's sources or node_modules), a
+ * project made with `toolbridge init`, then its own tools run against the
+ * installed package: tsc, vitest, start + invoke, descriptors, `sls package`.
+ *
+ * The packing and the installs happen once, in beforeAll; the npm registry
+ * is reached for the project's dependencies (the npm cache is preferred).
+ * TrustGraph's own client calling the scaffolded tool over RabbitMQ is not
+ * here: broker tests run in the broker test files.
+ */
+import { execFile, spawn } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { delimiter, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+/** A fail-safe against a hung child (installs are slow on a busy machine), not a limit on how fast it must be. */
+const INSTALL_TIMEOUT_MS = 300_000
+const CHILD_TIMEOUT_MS = 120_000
+
+/**
+ * The environment of a stranger's shell: no TOOLBRIDGE_* settings, none of the npm_* variables that
+ * `npm test` passes down, and no node_modules/.bin of this clone on the PATH.
+ */
+function strangerEnv(): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_') && !/^npm_/i.test(key) && !['NODE_PATH', 'NODE_OPTIONS', 'FORCE_COLOR'].includes(key)))
+  env.PATH = (process.env.PATH ?? '').split(delimiter).filter((entry) => !entry.includes('node_modules')).join(delimiter)
+  return {
+    ...env,
+    // What scripts/sls.ts sets for the clone: sls package needs no AWS and reaches no AWS.
+    AWS_ACCESS_KEY_ID: 'toolbridge-offline',
+    AWS_SECRET_ACCESS_KEY: 'toolbridge-offline',
+    AWS_EC2_METADATA_DISABLED: 'true',
+    SLS_TELEMETRY_DISABLED: '1',
+    SLS_NOTIFICATIONS_MODE: 'off',
+    NO_COLOR: '1',
+  }
+}
+
+interface Run {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+function run(command: string, args: string[], cwd: string, timeout = CHILD_TIMEOUT_MS): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd, env: strangerEnv(), timeout, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr })
+    })
+  })
+}
+
+async function succeed(command: string, args: string[], cwd: string, timeout?: number): Promise<string> {
+  const result = await run(command, args, cwd, timeout)
+  if (result.code !== 0) throw new Error(`${command} ${args.join(' ')} in ${cwd} exited ${result.code}:\n${result.stdout}\n${result.stderr}`)
+  return result.stdout
+}
+
+const bin = (project: string, name: string) => join(project, 'node_modules', '.bin', name)
+const npmInstall = (project: string, spec: string) =>
+  succeed('npm', ['install', spec, '--no-audit', '--no-fund', '--prefer-offline', '--loglevel', 'error'], project, INSTALL_TIMEOUT_MS)
+
+let work: string
+let tarball: string
+/** A TypeScript project from `toolbridge init`, its dependencies installed with the tarball. */
+let project: string
+
+beforeAll(async () => {
+  work = realpathSync(mkdtempSync(join(tmpdir(), 'toolbridge-package-')))
+  const packed = JSON.parse(await succeed('npm', ['pack', '--json', '--pack-destination', work], ROOT, INSTALL_TIMEOUT_MS)) as { filename: string; size: number }[]
+  const [{ filename, size }] = packed as [{ filename: string; size: number }]
+  tarball = join(work, filename)
+  console.log(`npm pack: ${filename}, ${(size / 1024).toFixed(1)} kB`)
+
+  // `npx toolbridge init` fetches the package first: here, an install of the tarball into a folder of its own.
+  const npx = join(work, 'npx')
+  mkdirSync(npx)
+  writeFileSync(join(npx, 'package.json'), '{"private": true}\n')
+  await npmInstall(npx, tarball)
+  project = join(work, 'my-tool')
+  await succeed(bin(npx, 'toolbridge'), ['init', project], work)
+  await npmInstall(project, tarball)
+}, 2 * INSTALL_TIMEOUT_MS)
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true })
+})
+
+describe('the package', () => {
+  it('holds built JavaScript, the public declarations and the templates, and no TypeScript sources', async () => {
+    const files = (await succeed('tar', ['tzf', tarball], work)).split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''))
+    expect(files).toEqual(expect.arrayContaining(['dist/bridge/cli/main.js', 'dist/bridge/invokers/worker.js', 'dist/shared/index.js', 'dist/shared/index.d.ts', 'dist/serverless-plugin/tool-service.js', 'LICENSE', 'README.md', 'CHANGELOG.md', 'templates/minimal/functions.yml']))
+    const sources = files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.startsWith('templates/'))
+    expect(sources).toEqual([])
+    expect(files.filter((f) => /^(test|functions|scripts|bench|docs)\//.test(f))).toEqual([])
+    // Small: a few hundred kB, not the clone.
+    expect(statSync(tarball).size).toBeLessThan(1024 * 1024)
+  })
+
+  it('is installed from the tarball, not linked to this clone', () => {
+    const installed = realpathSync(join(project, 'node_modules', 'toolbridge'))
+    expect(installed.startsWith(realpathSync(ROOT))).toBe(false)
+    expect(existsSync(join(installed, 'dist', 'bridge', 'cli', 'main.js'))).toBe(true)
+  })
+})
+
+describe('a project made with toolbridge init', () => {
+  it('depends on toolbridge and has start, test and offline scripts', () => {
+    const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; scripts: Record<string, string> }
+    expect(Object.keys(pkg.dependencies)).toEqual(['toolbridge'])
+    expect(pkg.scripts).toMatchObject({ start: 'toolbridge start', test: 'vitest run', offline: expect.any(String) })
+  })
+
+  it('type-checks its function against the published types, which catch a wrong type', async () => {
+    // The project's own typescript (a devDependency of the scaffold), as its user runs it.
+    await succeed(bin(project, 'tsc'), ['--noEmit'], project)
+    const probe = join(project, 'functions', 'hello', 'probe.ts')
+    writeFileSync(
+      probe,
+      [
+        "import { defineToolService } from 'toolbridge'",
+        'export const handler = defineToolService({',
+        "  arguments: { count: { type: 'integer', required: true } },",
+        '  async handler({ arguments: args }) {',
+        '    const text: string = args.count',
+        '    return text',
+        '  },',
+        '})',
+        '',
+      ].join('\n'),
+    )
+    try {
+      const checked = await run(bin(project, 'tsc'), ['--noEmit'], project)
+      expect(checked.code).not.toBe(0)
+      expect(checked.stdout).toMatch(/probe\.ts\(5,11\): error TS2322: Type 'number' is not assignable to type 'string'/)
+    } finally {
+      rmSync(probe)
+    }
+  })
+
+  it('passes its own vitest test', async () => {
+    const output = await succeed(bin(project, 'vitest'), ['run'], project)
+    expect(output).toMatch(/Tests\s+2 passed/)
+  })
+
+  it('serves its tool with toolbridge start (worker threads) and answers toolbridge invoke --url', async () => {
+    const child = spawn(bin(project, 'toolbridge'), ['start', '--port', '0', '--log-level', 'warn'], { cwd: project, env: strangerEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+    let output = ''
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        const read = (text: Buffer) => {
+          output += text.toString()
+          const match = /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools$/m.exec(output)
+          if (match?.[1]) resolve(match[1])
+        }
+        child.stdout.on('data', read)
+        child.stderr.on('data', read)
+        void exited.then((code) => reject(new Error(`toolbridge start exited (${code}) before serving:\n${output}`)))
+      })
+      expect(output).toContain('hello-service')
+      const answer = await succeed(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--arg', 'name=Ada', '--url', url], project)
+      expect(answer).toBe('Hello, Ada!\n')
+      const refused = await run(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--url', url], project)
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toMatch(/^error: invalid-arguments: .*"name"/)
+    } finally {
+      child.kill('SIGTERM')
+      await exited
+    }
+  })
+
+  it('answers toolbridge invoke in process, with no server running', async () => {
+    const answer = await succeed(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--arg', 'name=Grace', '--invoker', 'in-process'], project)
+    expect(answer).toBe('Hello, Grace!\n')
+  })
+
+  it('prints its TrustGraph descriptors', async () => {
+    const descriptors = JSON.parse(await succeed(bin(project, 'toolbridge'), ['descriptors'], project)) as Record<string, Record<string, unknown>>
+    expect(descriptors['tool-service']?.['hello-service']).toMatchObject({ 'request-queue': 'request:tg:hello', 'response-queue': 'response:tg:hello' })
+    expect(descriptors.tool?.['say-hello']).toMatchObject({ type: 'tool-service', service: 'hello-service' })
+  })
+
+  it('is packaged by sls (osls) with toolbridge/serverless validating toolService:', async () => {
+    // configValidationMode: error refuses `toolService:` unless the plugin from the package declared it.
+    await succeed(bin(project, 'sls'), ['package'], project)
+    const zip = join(project, '.serverless', 'hello.zip')
+    expect(statSync(zip).size).toBeGreaterThan(0)
+    const listing = await succeed('unzip', ['-l', zip], project)
+    expect(listing).toContain('functions/hello/handler.mjs')
+  })
+
+  it('gets one more tool with toolbridge add function, served at once', async () => {
+    await succeed(bin(project, 'toolbridge'), ['add', 'function', 'weather'], project)
+    await succeed(bin(project, 'tsc'), ['--noEmit'], project)
+    const answer = await succeed(bin(project, 'toolbridge'), ['invoke', 'weather', '--arg', 'input=Oslo', '--invoker', 'local'], project)
+    expect(answer).toBe('weather got: Oslo\n')
+  })
+})
+
+describe('a JavaScript project from the streaming template', () => {
+  let streaming: string
+  beforeAll(async () => {
+    streaming = join(work, 'story-tool')
+    await succeed(bin(project, 'toolbridge'), ['init', streaming, '--template', 'streaming', '--js'], work)
+    // The same dependencies as the TypeScript project, less typescript: share its install.
+    symlinkSync(join(project, 'node_modules'), join(streaming, 'node_modules'), 'dir')
+  })
+
+  it('is JavaScript only and passes its own test', async () => {
+    expect(existsSync(join(streaming, 'functions', 'story', 'handler.js'))).toBe(true)
+    expect(existsSync(join(streaming, 'functions', 'story', 'handler.ts'))).toBe(false)
+    expect(existsSync(join(streaming, 'tsconfig.json'))).toBe(false)
+    const output = await succeed(bin(streaming, 'vitest'), ['run'], streaming)
+    expect(output).toMatch(/Tests\s+2 passed/)
+  })
+
+  it('streams its story through toolbridge invoke --stream in worker threads', async () => {
+    const answer = await succeed(bin(streaming, 'toolbridge'), ['invoke', 'tell-story', '--arg', 'hero=Ada', '--arg', 'sentences=2', '--stream', '--invoker', 'local'], streaming)
+    expect(answer).toBe('Once upon a time, Ada set out to see the world. Along the way, Ada met a stranger with a map nobody could read.\n')
+  })
+})
