@@ -38,7 +38,8 @@ const isTypeScript = (file: string) => file.endsWith('.ts') || file.endsWith('.m
 
 const nodeModulesTypeScript = (file: string) =>
   `${file} is TypeScript inside node_modules, and Node runs TypeScript only outside node_modules ` +
-  '(ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING): the dependency must ship built JavaScript (.js), or the handler must live in your own project'
+  '(ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING); fix: have that package ship JavaScript (built, e.g. with tsc, its exports pointing at the .js), ' +
+  'or keep the TypeScript in your own project, outside node_modules'
 
 export async function loadHandler(baseDir: string, handler: string): Promise<LambdaHandler> {
   const { file, exportName } = resolveHandler(baseDir, handler)
