@@ -47,7 +47,7 @@ interface Run {
   stderr: string
 }
 
-function run(command: string, args: string[], cwd: string, timeout = CHILD_TIMEOUT_MS): Promise<Run> {
+function runCommand(command: string, args: string[], cwd: string, timeout = CHILD_TIMEOUT_MS): Promise<Run> {
   return new Promise((resolve) => {
     execFile(command, args, { cwd, env: strangerEnv(), timeout, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr })
@@ -56,19 +56,86 @@ function run(command: string, args: string[], cwd: string, timeout = CHILD_TIMEO
 }
 
 async function succeed(command: string, args: string[], cwd: string, timeout?: number): Promise<string> {
-  const result = await run(command, args, cwd, timeout)
+  const result = await runCommand(command, args, cwd, timeout)
   if (result.code !== 0) throw new Error(`${command} ${args.join(' ')} in ${cwd} exited ${result.code}:\n${result.stdout}\n${result.stderr}`)
   return result.stdout
 }
 
 const bin = (project: string, name: string) => join(project, 'node_modules', '.bin', name)
-const npmInstall = (project: string, spec: string) =>
-  succeed('npm', ['install', spec, '--no-audit', '--no-fund', '--prefer-offline', '--loglevel', 'error'], project, INSTALL_TIMEOUT_MS)
+const npmInstall = (project: string, ...specs: string[]) =>
+  succeed('npm', ['install', ...specs, '--no-audit', '--no-fund', '--prefer-offline', '--loglevel', 'error'], project, INSTALL_TIMEOUT_MS)
 
 let work: string
 let tarball: string
 /** A TypeScript project from `toolbridge init`, its dependencies installed with the tarball. */
 let project: string
+/** An Express app on API Gateway that was there before toolbridge. */
+let shop: string
+
+/** The shop as it was before toolbridge: an Express app, wrapped for Lambda by serverless-http, on an HTTP API. */
+function writeShop(folder: string): void {
+  const files: Record<string, string> = {
+    'package.json': JSON.stringify({ name: 'shop', private: true, type: 'module' }, null, 2),
+    'app.js': [
+      "import express from 'express'",
+      "const PRODUCTS = { 'SKU-1': { sku: 'SKU-1', name: 'Kettle', price: 30 } }",
+      'export const app = express()',
+      "app.get('/products/:sku', (req, res) => {",
+      '  const product = PRODUCTS[req.params.sku]',
+      '  if (!product) return res.status(404).json({ error: `no product ${req.params.sku}` })',
+      "  res.json({ ...product, currency: req.query.currency ?? 'EUR' })",
+      '})',
+      '',
+    ].join('\n'),
+    'handler.js': "import serverless from 'serverless-http'\nimport { app } from './app.js'\nexport const handler = serverless(app)\n",
+    'serverless.yml': [
+      'service: shop',
+      "frameworkVersion: '4'",
+      'configValidationMode: error',
+      'provider:',
+      '  name: aws',
+      '  runtime: nodejs24.x',
+      'functions:',
+      '  api:',
+      '    handler: handler.handler',
+      '    events:',
+      '      - httpApi:',
+      '          method: GET',
+      '          path: /products/{sku}',
+      '',
+    ].join('\n'),
+  }
+  mkdirSync(folder)
+  for (const [file, text] of Object.entries(files)) writeFileSync(join(folder, file), text)
+}
+
+/** What the README's "Use it in your project" adds to it: the plugin line and a toolService: block. */
+const SHOP_TOOL_SERVICE = [
+  'plugins:',
+  '  - toolbridge/serverless',
+  'functions:',
+  '  api:',
+  '    handler: handler.handler',
+  '    events:',
+  '      - httpApi:',
+  '          method: GET',
+  '          path: /products/{sku}',
+  '    toolService:',
+  '      id: product-service',
+  '      topic: product',
+  '      event: apigw-v2',
+  '      route:',
+  '        method: GET',
+  '        path: /products/{sku}',
+  '      answer: json',
+  '      tools:',
+  '        - name: lookup-product',
+  '          description: Look up a product by SKU',
+  '          arguments:',
+  '            - { name: sku, type: string, description: The SKU, required: true }',
+  '            - { name: currency, type: string, description: EUR or USD }',
+  '',
+].join('\n')
 
 beforeAll(async () => {
   work = realpathSync(mkdtempSync(join(tmpdir(), 'toolbridge-package-')))
@@ -77,13 +144,15 @@ beforeAll(async () => {
   tarball = join(work, filename)
   console.log(`npm pack: ${filename}, ${(size / 1024).toFixed(1)} kB`)
 
-  // `npx toolbridge init` fetches the package first: here, an install of the tarball into a folder of its own.
-  const npx = join(work, 'npx')
-  mkdirSync(npx)
-  writeFileSync(join(npx, 'package.json'), '{"private": true}\n')
-  await npmInstall(npx, tarball)
+  // An existing project (an Express app on API Gateway) adds toolbridge to its dependencies. Its
+  // local bin then stands in for `npx toolbridge init`, which would fetch and install the same package.
+  shop = join(work, 'shop')
+  writeShop(shop)
+  const repoPackage = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }
+  const pinned = (name: string) => `${name}@${repoPackage.devDependencies[name]}`
+  await npmInstall(shop, tarball, pinned('express'), pinned('serverless-http'))
   project = join(work, 'my-tool')
-  await succeed(bin(npx, 'toolbridge'), ['init', project], work)
+  await succeed(bin(shop, 'toolbridge'), ['init', project], work)
   await npmInstall(project, tarball)
 }, 2 * INSTALL_TIMEOUT_MS)
 
@@ -135,7 +204,7 @@ describe('a project made with toolbridge init', () => {
       ].join('\n'),
     )
     try {
-      const checked = await run(bin(project, 'tsc'), ['--noEmit'], project)
+      const checked = await runCommand(bin(project, 'tsc'), ['--noEmit'], project)
       expect(checked.code).not.toBe(0)
       expect(checked.stdout).toMatch(/probe\.ts\(5,11\): error TS2322: Type 'number' is not assignable to type 'string'/)
     } finally {
@@ -166,7 +235,7 @@ describe('a project made with toolbridge init', () => {
       expect(output).toContain('hello-service')
       const answer = await succeed(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--arg', 'name=Ada', '--url', url], project)
       expect(answer).toBe('Hello, Ada!\n')
-      const refused = await run(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--url', url], project)
+      const refused = await runCommand(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--url', url], project)
       expect(refused.code).toBe(1)
       expect(refused.stderr).toMatch(/^error: invalid-arguments: .*"name"/)
     } finally {
@@ -223,5 +292,37 @@ describe('a JavaScript project from the streaming template', () => {
   it('streams its story through toolbridge invoke --stream in worker threads', async () => {
     const answer = await succeed(bin(streaming, 'toolbridge'), ['invoke', 'tell-story', '--arg', 'hero=Ada', '--arg', 'sentences=2', '--stream', '--invoker', 'local'], streaming)
     expect(answer).toBe('Once upon a time, Ada set out to see the world. Along the way, Ada met a stranger with a map nobody could read.\n')
+  })
+})
+
+describe('an existing Express app on API Gateway, with toolbridge added', () => {
+  it('is no tool service until it has a toolService: block, and start says so', async () => {
+    const run = await runCommand(bin(shop, 'toolbridge'), ['start', '--port', '0'], shop)
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain('no function has a "toolService:" block')
+  })
+
+  it('is a tool once serverless.yml has the plugin line and a toolService: block, in process and in worker threads', async () => {
+    const yml = join(shop, 'serverless.yml')
+    const before = readFileSync(yml, 'utf8')
+    writeFileSync(yml, before.slice(0, before.indexOf('functions:')) + SHOP_TOOL_SERVICE)
+    for (const invoker of ['in-process', 'local']) {
+      const answer = await succeed(bin(shop, 'toolbridge'), ['invoke', 'lookup-product', '--arg', 'sku=SKU-1', '--arg', 'currency=USD', '--invoker', invoker], shop)
+      expect(JSON.parse(answer)).toEqual({ sku: 'SKU-1', name: 'Kettle', price: 30, currency: 'USD' })
+    }
+    const missing = await runCommand(bin(shop, 'toolbridge'), ['invoke', 'lookup-product', '--arg', 'sku=SKU-9', '--invoker', 'local'], shop)
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toContain('HTTP 404')
+    expect(missing.stderr).toContain('no product SKU-9')
+  })
+
+  it('has toolService: validated by osls with the plugin from the package', async () => {
+    // osls from the scaffolded project, run in the shop: plugins resolve from the shop's own node_modules.
+    await succeed(bin(project, 'sls'), ['print'], shop)
+    const yml = join(shop, 'serverless.yml')
+    writeFileSync(yml, readFileSync(yml, 'utf8').replace('      topic: product\n', '      topic: product\n      bogus: 1\n'))
+    const refused = await runCommand(bin(project, 'sls'), ['print'], shop)
+    expect(refused.code).not.toBe(0)
+    expect(refused.stdout + refused.stderr).toContain("'functions.api.toolService': unrecognized property 'bogus'")
   })
 })
