@@ -326,3 +326,42 @@ describe('an existing Express app on API Gateway, with toolbridge added', () => 
     expect(refused.stdout + refused.stderr).toContain("'functions.api.toolService': unrecognized property 'bogus'")
   })
 })
+
+describe('projects from the existing-api and http-function templates', () => {
+  it('existing-api: the Express app answers lookup-product in process and in worker threads', async () => {
+    const api = join(work, 'api-tool')
+    await succeed(bin(shop, 'toolbridge'), ['init', api, '--template', 'existing-api', '--js'], work)
+    // Its dependencies are the shop's: toolbridge, express, serverless-http.
+    symlinkSync(join(shop, 'node_modules'), join(api, 'node_modules'), 'dir')
+    for (const invoker of ['in-process', 'local']) {
+      const answer = await succeed(bin(api, 'toolbridge'), ['invoke', 'lookup-product', '--arg', 'sku=SKU-2', '--arg', 'currency=USD', '--invoker', invoker], api)
+      expect(JSON.parse(answer)).toEqual({ sku: 'SKU-2', name: 'Teapot', price: 25.92, currency: 'USD' })
+    }
+  })
+
+  it('http-function: the server it runs answers greet through toolbridge', async () => {
+    const http = join(work, 'http-tool')
+    await succeed(bin(project, 'toolbridge'), ['init', http, '--template', 'http-function'], work)
+    symlinkSync(join(project, 'node_modules'), join(http, 'node_modules'), 'dir')
+    const server = spawn(process.execPath, ['functions/greet/server.ts', '0'], { cwd: http, env: strangerEnv(), stdio: ['ignore', 'pipe', 'inherit'] })
+    const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)))
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let output = ''
+        server.stdout.on('data', (text: Buffer) => {
+          output += text.toString()
+          const match = /greet: (http:\/\/\S+)/.exec(output)
+          if (match?.[1]) resolve(match[1])
+        })
+        void exited.then((code) => reject(new Error(`the greet server exited (${code}):\n${output}`)))
+      })
+      const yml = join(http, 'serverless.yml')
+      writeFileSync(yml, readFileSync(yml, 'utf8').replace('http://127.0.0.1:8090/greet', url))
+      const answer = await succeed(bin(http, 'toolbridge'), ['invoke', 'greet', '--arg', 'name=Ada', '--invoker', 'local'], http)
+      expect(answer).toBe('Hello, Ada!\n')
+    } finally {
+      server.kill('SIGTERM')
+      await exited
+    }
+  })
+})

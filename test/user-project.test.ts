@@ -6,7 +6,7 @@
  * commands from the packed package.
  */
 import { execFile } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -14,7 +14,8 @@ import { parse as parseYaml } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import ToolServicePlugin from '../serverless-plugin/tool-service.ts'
 
-const MAIN = fileURLToPath(new URL('../bridge/cli/main.ts', import.meta.url))
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const MAIN = join(ROOT, 'bridge/cli/main.ts')
 /** A fail-safe against a hung child, not a limit on how fast it must be. */
 const CHILD_TIMEOUT_MS = 30_000
 
@@ -111,9 +112,43 @@ describe('toolbridge init', () => {
   it.concurrent('refuses an unknown template and lists the ones there are', async ({ expect }) => {
     const run = await toolbridge(dir, 'init', 'unknown', '--template', 'kitchen-sink')
     expect(run.code).toBe(1)
-    expect(lines(run.stderr)).toEqual(['toolbridge: init: unknown template "kitchen-sink" (templates: minimal, streaming)'])
+    expect(lines(run.stderr)).toEqual(['toolbridge: init: unknown template "kitchen-sink" (templates: minimal, streaming, existing-api, http-function)'])
     expect(existsSync(join(dir, 'unknown'))).toBe(false)
   })
+})
+
+/** Runs a tool of this clone's node_modules (tsc, vitest) in a scaffolded project. */
+function runIn(cwd: string, script: string, ...args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [join(ROOT, 'node_modules', script), ...args], { cwd, env: { ...cleanEnv(), NO_COLOR: '1', FORCE_COLOR: '' }, timeout: 120_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr })
+    })
+  })
+}
+
+// These two templates import nothing from toolbridge, so this clone's node_modules (express,
+// serverless-http, their types, vitest) can stand in for the project's install; the templates that
+// import toolbridge are type-checked and tested against the packed package in test/package.test.ts.
+describe.each(['existing-api', 'http-function'])('the %s template', (template) => {
+  for (const language of ['ts', 'js'] as const) {
+    it(`type-checks and passes its own test (${language})`, async () => {
+      const project = join(dir, `${template}-${language}`)
+      const init = await toolbridge(dir, 'init', project, '--template', template, ...(language === 'js' ? ['--js'] : []))
+      expect(init.code).toBe(0)
+      symlinkSync(join(ROOT, 'node_modules'), join(project, 'node_modules'), 'dir')
+      if (language === 'ts') {
+        const checked = await runIn(project, 'typescript/bin/tsc', '--noEmit')
+        expect(checked.stdout + checked.stderr).toBe('')
+        expect(checked.code).toBe(0)
+      }
+      const tested = await runIn(project, 'vitest/vitest.mjs', 'run')
+      expect(tested.stdout).toMatch(/Tests\s+2 passed/)
+      expect(tested.code).toBe(0)
+      const described = await toolbridge(project, 'descriptors')
+      expect(described.code).toBe(0)
+      expect(Object.keys((JSON.parse(described.stdout) as { tool: Record<string, unknown> }).tool)).toEqual([template === 'existing-api' ? 'lookup-product' : 'greet'])
+    })
+  }
 })
 
 describe('toolbridge add function', () => {

@@ -13,10 +13,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { basename, dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Option, type Command } from 'commander'
-import { parseDocument } from 'yaml'
+import { isMap, isScalar, parseDocument } from 'yaml'
 import { isRecord, ToolbridgeError } from '../../shared/errors.ts'
 
-export const TEMPLATES = ['minimal', 'streaming'] as const
+export const TEMPLATES = ['minimal', 'streaming', 'existing-api', 'http-function'] as const
 export type TemplateName = (typeof TEMPLATES)[number]
 export type Language = 'ts' | 'js'
 
@@ -28,12 +28,22 @@ const TEMPLATES_DIR = join(PACKAGE_ROOT, 'templates')
 const EXAMPLE_CALLS: Record<TemplateName, { tool: string; args: string }> = {
   minimal: { tool: 'say-hello', args: '--arg name=Ada' },
   streaming: { tool: 'tell-story', args: '--arg hero=Ada --stream' },
+  'existing-api': { tool: 'lookup-product', args: '--arg sku=SKU-1' },
+  'http-function': { tool: 'greet', args: '--arg name=Ada' },
 }
 
 /** The scaffold's devDependencies, at the versions this package is built and tested with. */
 const DEV_DEPENDENCIES: Record<Language, readonly string[]> = {
   js: ['esbuild', 'osls', 'serverless-esbuild', 'serverless-offline', 'vitest'],
   ts: ['@types/node', 'esbuild', 'osls', 'serverless-esbuild', 'serverless-offline', 'typescript', 'vitest'],
+}
+
+/** What a template's functions need besides toolbridge, and the scripts that run them. */
+const TEMPLATE_EXTRAS: Record<TemplateName, { dependencies?: readonly string[]; typeDependencies?: readonly string[]; scripts?: (language: Language) => Record<string, string> }> = {
+  minimal: {},
+  streaming: {},
+  'existing-api': { dependencies: ['express', 'serverless-http'], typeDependencies: ['@types/express'] },
+  'http-function': { scripts: (language) => ({ serve: `node functions/greet/server.${language}` }) },
 }
 
 /** A file's name in templates/ -> its name in the project (npm leaves a package's .gitignore out). */
@@ -69,8 +79,8 @@ export function initProject(options: InitOptions): Written {
     }
   }
   const head = readFileSync(join(TEMPLATES_DIR, 'common', 'serverless.head.yml'), 'utf8')
-  files.set('serverless.yml', fill(head + readFileSync(join(TEMPLATES_DIR, template, 'functions.yml'), 'utf8')))
-  files.set('package.json', JSON.stringify(projectPackage(name, options.language), null, 2) + '\n')
+  files.set('serverless.yml', fill(joinServerlessYml(head, readFileSync(join(TEMPLATES_DIR, template, 'functions.yml'), 'utf8'))))
+  files.set('package.json', JSON.stringify(projectPackage(name, template, options.language), null, 2) + '\n')
 
   const overwritten = [...files.keys()].filter((file) => existsSync(join(dir, file))).sort()
   const present = existsSync(dir) ? readdirSync(dir).filter((entry) => entry !== '.git') : []
@@ -127,6 +137,25 @@ export function addFunction(options: AddFunctionOptions): Written {
   return { dir, files: [...files.keys(), relative(dir, configPath)].sort(), overwritten: [] }
 }
 
+/** The common head of serverless.yml and a template's part: top-level keys of the part are added, or merged into a mapping of the head (custom:). */
+function joinServerlessYml(head: string, part: string): string {
+  const headDoc = parseDocument(head)
+  const partDoc = parseDocument(part)
+  if (!isMap(headDoc.contents) || !isMap(partDoc.contents)) throw new Error('templates: serverless.yml parts must be mappings')
+  for (const pair of partDoc.contents.items) {
+    const existing = headDoc.contents.items.find((p) => isScalar(p.key) && isScalar(pair.key) && p.key.value === pair.key.value)
+    if (existing && isMap(existing.value) && isMap(pair.value)) existing.value.items.push(...pair.value.items)
+    else headDoc.contents.items.push(pair)
+  }
+  // The part's leading comment says what its functions are: keep it above its first key.
+  const first = partDoc.contents.items[0]?.key
+  if (isScalar(first)) {
+    first.spaceBefore = true
+    if (partDoc.commentBefore) first.commentBefore = partDoc.commentBefore
+  }
+  return headDoc.toString({ lineWidth: 0 })
+}
+
 export function templateNamed(name: string): TemplateName {
   const template = TEMPLATES.find((t) => t === name)
   if (!template) throw new ToolbridgeError('config', `init: unknown template "${name}" (templates: ${TEMPLATES.join(', ')})`)
@@ -164,15 +193,18 @@ function ownPackage(): OwnPackage {
   return { version: parsed.version, devDependencies }
 }
 
-function projectPackage(name: string, language: Language) {
+function projectPackage(name: string, template: TemplateName, language: Language) {
   const own = ownPackage()
-  const devDependencies = Object.fromEntries(
-    DEV_DEPENDENCIES[language].map((dependency) => {
-      const version = own.devDependencies[dependency]
-      if (version === undefined) throw new Error(`toolbridge's package.json has no devDependency ${dependency} to take the version of`)
-      return [dependency, version]
-    }),
-  )
+  const extras = TEMPLATE_EXTRAS[template]
+  const pinned = (dependencies: readonly string[]) =>
+    Object.fromEntries(
+      dependencies.map((dependency) => {
+        const version = own.devDependencies[dependency]
+        if (version === undefined) throw new Error(`toolbridge's package.json has no devDependency ${dependency} to take the version of`)
+        return [dependency, version]
+      }),
+    )
+  const devDependencies = [...DEV_DEPENDENCIES[language], ...(language === 'ts' ? (extras.typeDependencies ?? []) : [])].sort()
   return {
     name,
     version: '0.1.0',
@@ -184,9 +216,10 @@ function projectPackage(name: string, language: Language) {
       ...(language === 'ts' ? { typecheck: 'tsc --noEmit' } : {}),
       offline: 'sls offline start',
       package: 'sls package',
+      ...extras.scripts?.(language),
     },
-    dependencies: { toolbridge: `^${own.version}` },
-    devDependencies,
+    dependencies: { toolbridge: `^${own.version}`, ...pinned(extras.dependencies ?? []) },
+    devDependencies: pinned(devDependencies),
   }
 }
 
