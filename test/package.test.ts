@@ -217,8 +217,8 @@ describe('a project made with toolbridge init', () => {
     expect(output).toMatch(/Tests\s+2 passed/)
   })
 
-  it('serves its tool with toolbridge start (worker threads) and answers toolbridge invoke --url', async () => {
-    const child = spawn(bin(project, 'toolbridge'), ['start', '--port', '0', '--log-level', 'warn'], { cwd: project, env: strangerEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+  it('serves its tool with toolbridge start (worker threads), registers it, and answers toolbridge invoke --url', async () => {
+    const child = spawn(bin(project, 'toolbridge'), ['start', '--port', '0', '--log-level', 'warn', '--register'], { cwd: project, env: strangerEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
     let output = ''
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
     try {
@@ -226,13 +226,15 @@ describe('a project made with toolbridge init', () => {
         const read = (text: Buffer) => {
           output += text.toString()
           const match = /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools$/m.exec(output)
-          if (match?.[1]) resolve(match[1])
+          // --register: with the embedded configuration service, once the tools are registered.
+          if (match?.[1] && output.includes('registered')) resolve(match[1])
         }
         child.stdout.on('data', read)
         child.stderr.on('data', read)
         void exited.then((code) => reject(new Error(`toolbridge start exited (${code}) before serving:\n${output}`)))
       })
       expect(output).toContain('hello-service')
+      expect(output).toMatch(/registered \d+ config items in workspace "default": .*tool-service\/hello-service.*tool\/say-hello/)
       const answer = await succeed(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--arg', 'name=Ada', '--url', url], project)
       expect(answer).toBe('Hello, Ada!\n')
       const refused = await runCommand(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--url', url], project)
@@ -247,6 +249,11 @@ describe('a project made with toolbridge init', () => {
   it('answers toolbridge invoke in process, with no server running', async () => {
     const answer = await succeed(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--arg', 'name=Grace', '--invoker', 'in-process'], project)
     expect(answer).toBe('Hello, Grace!\n')
+  })
+
+  it('passes toolbridge check', async () => {
+    const checked = await succeed(bin(project, 'toolbridge'), ['check'], project)
+    expect(checked).toMatch(/^ok {3}hello-service {2}functions\/hello\/handler\.handler: found .*handler\.ts$/m)
   })
 
   it('prints its TrustGraph descriptors', async () => {

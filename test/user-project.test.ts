@@ -250,10 +250,4 @@ describe('toolbridge/serverless in a framework without a schema API', () => {
     expect(load).toThrow(ServerlessError)
     expect(load).toThrow('toolbridge/serverless: Serverless Framework 1.83.3 cannot declare function properties; use osls 4')
   })
-
-  it('declares toolService: where there is one', () => {
-    const declared: Record<string, unknown>[] = []
-    new ToolServicePlugin({ configSchemaHandler: { defineFunctionProperties: (provider, schema) => void declared.push({ provider, ...schema.properties }) } })
-    expect(declared).toEqual([{ provider: 'aws', toolService: expect.objectContaining({ type: 'object' }) }])
-  })
 })
