@@ -23,6 +23,7 @@ import {
   workspaceOption,
 } from './options.ts'
 import { addTrustgraphCommands, registerOn } from './trustgraph-commands.ts'
+import { addScaffoldCommands } from './init.ts'
 
 // What a command needs beyond its options is imported when it runs: `--help`
 // and the commands that only read serverless.yml never load a broker client,
@@ -186,6 +187,8 @@ program
     const bad = results.filter((r) => !r.ok).length
     if (bad > 0) throw new ToolbridgeError('config', `${bad} of ${results.length} function${results.length > 1 ? 's' : ''} cannot be called`)
   })
+
+addScaffoldCommands(program)
 
 function parseArguments(pairs: string[], json: string | undefined): Record<string, unknown> {
   let args: Record<string, unknown> = {}

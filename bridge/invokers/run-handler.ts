@@ -3,8 +3,8 @@
  * shared by the in-process invoker and the worker threads.
  */
 import { existsSync } from 'node:fs'
-import { isAbsolute, relative, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { isAbsolute, relative, resolve, sep } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { isChunkStream } from '../../shared/handler.ts'
 import { resultText } from '../../shared/protocol.ts'
 
@@ -30,14 +30,33 @@ export function resolveHandler(baseDir: string, handler: string): { file: string
   if (inside === '' || inside.startsWith('..') || isAbsolute(inside)) {
     throw new Error(`handler "${handler}" is outside the project directory; give a path relative to serverless.yml, inside it`)
   }
-  const file = EXTENSIONS.map((ext) => base + ext).find((candidate) => existsSync(candidate))
+  const found = EXTENSIONS.map((ext) => base + ext).filter((candidate) => existsSync(candidate))
+  const insideDependency = base.split(sep).includes('node_modules')
+  // Node strips types only outside node_modules: there, built JavaScript is the only module that can load.
+  const file = insideDependency ? (found.find((f) => !isTypeScript(f)) ?? found[0]) : found[0]
   if (!file) throw new Error(`handler "${handler}": no module ${base}{${EXTENSIONS.join(',')}}`)
+  if (insideDependency && isTypeScript(file)) throw new Error(`handler "${handler}": ${nodeModulesTypeScript(file)}`)
   return { file, exportName: handler.slice(dot + 1) }
 }
 
+const isTypeScript = (file: string) => file.endsWith('.ts') || file.endsWith('.mts')
+
+const nodeModulesTypeScript = (file: string) =>
+  `${file} is TypeScript inside node_modules, and Node runs TypeScript only outside node_modules ` +
+  '(ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING); fix: have that package ship JavaScript (built, e.g. with tsc, its exports pointing at the .js), ' +
+  'or keep the TypeScript in your own project, outside node_modules'
+
 export async function loadHandler(baseDir: string, handler: string): Promise<LambdaHandler> {
   const { file, exportName } = resolveHandler(baseDir, handler)
-  const module = (await import(pathToFileURL(file).href)) as Record<string, unknown>
+  const module = (await import(pathToFileURL(file).href).catch((err: NodeJS.ErrnoException) => {
+    // The handler is the user's own, but something it imports is TypeScript in a dependency.
+    if (err.code === 'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING') {
+      const url = /for "(file:[^"]+)"/.exec(err.message)?.[1]
+      const culprit = url === undefined ? 'a module it imports' : fileURLToPath(url)
+      throw new Error(`handler "${handler}": ${nodeModulesTypeScript(culprit)}`, { cause: err })
+    }
+    throw err
+  })) as Record<string, unknown>
   const fn = module[exportName] ?? (module.default as Record<string, unknown> | undefined)?.[exportName]
   if (typeof fn !== 'function') throw new Error(`handler "${handler}": ${file} has no exported function "${exportName}"`)
   return fn as LambdaHandler
