@@ -225,7 +225,7 @@ describe('a project made with toolbridge init', () => {
       const url = await new Promise<string>((resolve, reject) => {
         const read = (text: Buffer) => {
           output += text.toString()
-          const match = /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools$/m.exec(output)
+          const match = /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools\b/m.exec(output)
           // --register: with the embedded configuration service, once the tools are registered.
           if (match?.[1] && output.includes('registered')) resolve(match[1])
         }

@@ -23,7 +23,7 @@ import {
   workspaceOption,
 } from './options.ts'
 import { addTrustgraphCommands, registerOn } from './trustgraph-commands.ts'
-import { addScaffoldCommands } from './init.ts'
+import { addScaffoldCommands } from './scaffold-commands.ts'
 
 // What a command needs beyond its options is imported when it runs: `--help`
 // and the commands that only read serverless.yml never load a broker client,
