@@ -3,6 +3,8 @@
  * child process, checked by its output and exit code.
  */
 import { execFile, spawn, type ChildProcessByStdio } from 'node:child_process'
+import { once } from 'node:events'
+import { createServer as createTcpServer } from 'node:net'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -368,6 +370,81 @@ describe('toolbridge start, stopped by SIGTERM', () => {
       expect(server.stdout).toContain('toolbridge: SIGTERM, finishing 1 request(s) in flight')
     } finally {
       await server.stop()
+    }
+  })
+})
+
+/** Reads an NDJSON answer up to its first line that matches `until`; returns what was read and the reader. */
+async function readUntil(res: Response, until: (received: string) => boolean) {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
+  let received = ''
+  while (!until(received)) {
+    const { value, done } = await reader.read()
+    if (done) break
+    received += value
+  }
+  const rest = async () => {
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) return received
+      received += value
+    }
+  }
+  return { received, rest }
+}
+
+describe('toolbridge start, shutting down with HTTP callers', () => {
+  it('answers a call still running when --drain-timeout runs out with "unavailable", then exits 0', async () => {
+    const server = new Server(['-c', FAULTS_YML], ['--drain-timeout', '1'])
+    try {
+      const url = await server.url
+      // Runs longer than the drain; its own timeout (10 s) and the gateway's margin would come long after.
+      const res = await post(`${url}/tools/slow-stream`, { arguments: { ms: 8000 } })
+      const call = await readUntil(res, (received) => received.includes('\n'))
+      server.child.kill('SIGTERM')
+      const lines = ndjson(await call.rest())
+      expect(lines[0]).toEqual({ chunk: 'started' })
+      expect(lines.at(-1)).toEqual({ error: { type: 'unavailable', message: expect.stringContaining('stopped before this call was answered') } })
+      expect(await server.exited).toEqual({ code: 0, signal: null })
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it('answers a new call during the drain with 503 "unavailable" and Retry-After, and finishes the one in flight', async () => {
+    const server = new Server(['-c', FAULTS_YML], ['--drain-timeout', '30'])
+    try {
+      const url = await server.url
+      const res = await post(`${url}/tools/slow-stream`, { arguments: { ms: 5000 } })
+      const call = await readUntil(res, (received) => received.includes('\n'))
+      server.child.kill('SIGTERM')
+      while (!server.stdout.includes('toolbridge: SIGTERM')) await once(server.child.stdout, 'data')
+      const late = await post(`${url}/tools/echo`, { arguments: { text: 'late' } })
+      expect(late.status).toBe(503)
+      expect(late.headers.get('retry-after')).toBe('1')
+      expect(await late.json()).toEqual({ error: { type: 'unavailable', message: expect.stringContaining('shutting down') } })
+      expect(ndjson(await call.rest())).toEqual([{ chunk: 'started' }, { chunk: ' done' }, { response: 'started done' }])
+      expect(await server.exited).toEqual({ code: 0, signal: null })
+    } finally {
+      await server.stop()
+    }
+  })
+})
+
+describe('toolbridge start, when a part cannot start', () => {
+  it('exits 1 with one line when its HTTP port is taken, having started nothing else', async () => {
+    const holder = createTcpServer()
+    holder.listen(0, '127.0.0.1')
+    await once(holder, 'listening')
+    const { port } = holder.address() as { port: number }
+    try {
+      const run = await toolbridge('start', '--port', String(port))
+      expect(run).toMatchObject({ code: 1, stdout: '' })
+      expect(lines(run.stderr)).toEqual([
+        `toolbridge: HTTP port 127.0.0.1:${port} is already in use (another toolbridge start?): choose another with --port, or --port off`,
+      ])
+    } finally {
+      holder.close()
     }
   })
 })
