@@ -17,8 +17,17 @@ const FAULTS_YML = 'test/fixtures/faults/serverless.yml'
 /** A fail-safe against a hung child, not a limit on how fast it must be. */
 const CHILD_TIMEOUT_MS = 30_000
 
-/** The environment without TOOLBRIDGE_* settings, so only the flags under test count. */
-const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
+/**
+ * The environment without TOOLBRIDGE_* settings, so only the flags under test count; `invoke` looks for a
+ * running bridge on TOOLBRIDGE_PORT, here one where nothing listens, whatever runs on this machine's 8080.
+ */
+const cleanEnv = (env: Record<string, string> = {}) => ({
+  ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_'))),
+  TOOLBRIDGE_PORT: '9',
+  ...env,
+})
+
+const EMBEDDED_ROUTE = 'toolbridge: via an embedded bridge in this process (local invoker)\n'
 
 interface Run {
   code: number | null
@@ -27,12 +36,14 @@ interface Run {
   stderr: string
 }
 
-function toolbridge(...args: string[]): Promise<Run> {
+const toolbridge = (...args: string[]): Promise<Run> => toolbridgeWith({}, ...args)
+
+function toolbridgeWith(env: Record<string, string>, ...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ['bridge/cli/main.ts', ...args],
-      { cwd: ROOT, env: cleanEnv(), timeout: CHILD_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 },
+      { cwd: ROOT, env: cleanEnv(env), timeout: CHILD_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : null) : 0
         resolve({ code, signal: (error?.signal as NodeJS.Signals | undefined) ?? null, stdout, stderr })
@@ -86,13 +97,13 @@ const post = (url: string, body: unknown) =>
 describe('toolbridge invoke', () => {
   it.concurrent('prints the answer of tell-joke and exits 0', async ({ expect }) => {
     const run = await toolbridge('invoke', 'tell-joke', '--arg', 'topic=programming')
-    expect(run).toMatchObject({ code: 0, stderr: '' })
+    expect(run).toMatchObject({ code: 0, stderr: EMBEDDED_ROUTE })
     expect(run.stdout).toBe("Hey there! Here's a pun for you:\n\nI told my computer a joke about UDP. I am not sure it got it.\n")
   })
 
   it.concurrent('prints the streamed story of tell-story with --stream', async ({ expect }) => {
     const run = await toolbridge('invoke', 'tell-story', '--arg', 'hero=Ada', '--stream')
-    expect(run).toMatchObject({ code: 0, stderr: '' })
+    expect(run).toMatchObject({ code: 0, stderr: EMBEDDED_ROUTE })
     expect(run.stdout).toMatch(/^Once upon a time, Ada lived in a small town by the sea\. Every morning, Ada looked/)
     expect(run.stdout).toMatch(/ The path led through a forest where the trees whispered old names\.\n$/)
   })
@@ -101,7 +112,7 @@ describe('toolbridge invoke', () => {
     const run = await toolbridge('invoke', 'tell-joke')
     expect(run.code).toBe(1)
     expect(run.stdout).toBe('')
-    expect(lines(run.stderr)).toEqual([expect.stringMatching(/^error: invalid-arguments: .*"topic" is required/)])
+    expect(lines(run.stderr)).toEqual([EMBEDDED_ROUTE.trim(), expect.stringMatching(/^error: invalid-arguments: .*"topic" is required/)])
   })
 
   it.concurrent('reports an unknown tool in one line and exits non-zero', async ({ expect }) => {
@@ -131,6 +142,60 @@ describe('toolbridge invoke', () => {
   })
 })
 
+const WHOLE_STORY = /^Once upon a time, Ada lived in a small town by the sea\..* The path led through a forest where the trees whispered old names\.\n$/
+
+describe('toolbridge invoke, a stream service without --stream', () => {
+  it.concurrent('prints the whole answer from an embedded bridge, in worker threads and in process', async ({ expect }) => {
+    for (const invoker of ['local', 'in-process']) {
+      const run = await toolbridge('invoke', 'tell-story', '--arg', 'hero=Ada', '--invoker', invoker)
+      expect(run).toMatchObject({ code: 0, stderr: `toolbridge: via an embedded bridge in this process (${invoker} invoker)\n` })
+      expect(run.stdout).toMatch(WHOLE_STORY)
+    }
+  })
+
+  it.concurrent('ends once a function that ran in process timed out, whatever it left running', async ({ expect }) => {
+    // The function sleeps far past the child's fail-safe timeout; its own timeout (10 s) answers first.
+    const run = await toolbridge('-c', FAULTS_YML, 'invoke', 'slow', '--args', '{"ms": 600000}', '--invoker', 'in-process')
+    expect(run).toMatchObject({ code: 1, signal: null, stdout: '' })
+    expect(lines(run.stderr).at(-1)).toMatch(/^error: timeout: /)
+  })
+})
+
+describe('toolbridge invoke, and the bridge on this machine', () => {
+  let other: Server
+  let otherPort: string
+  let locked: Server
+  let lockedPort: string
+  beforeAll(async () => {
+    other = new Server(['-c', FAULTS_YML])
+    locked = new Server([], ['--http-token', 'sesame'])
+    otherPort = new URL(await other.url).port
+    lockedPort = new URL(await locked.url).port
+  })
+  afterAll(() => Promise.all([other?.stop(), locked?.stop()]))
+
+  it('refuses to call a bridge that serves another serverless.yml, saying what differs', async () => {
+    const run = await toolbridgeWith({ TOOLBRIDGE_PORT: otherPort }, 'invoke', 'tell-joke', '--arg', 'topic=cats')
+    expect(run).toMatchObject({ code: 1, stdout: '' })
+    expect(lines(run.stderr)).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^toolbridge: the toolbridge at http://127\\.0\\.0\\.1:${otherPort} does not serve serverless\\.yml \\(it lacks tell-joke, .*; it also serves echo, .*\\): call it with --url http://127\\.0\\.0\\.1:${otherPort}, or run the tool here with --invoker local$`,
+        ),
+      ),
+    ])
+  })
+
+  it('asks for the token of a bridge that wants one, and goes through it with --http-token', async () => {
+    const refused = await toolbridgeWith({ TOOLBRIDGE_PORT: lockedPort }, 'invoke', 'tell-joke', '--arg', 'topic=cats')
+    expect(refused).toMatchObject({ code: 1, stdout: '' })
+    expect(lines(refused.stderr)).toEqual([expect.stringContaining('wants a bearer token: give --http-token (env TOOLBRIDGE_HTTP_TOKEN)')])
+    const run = await toolbridgeWith({ TOOLBRIDGE_PORT: lockedPort }, 'invoke', 'tell-story', '--arg', 'hero=Ada', '--http-token', 'sesame')
+    expect(run).toMatchObject({ code: 0, stderr: `toolbridge: via http://127.0.0.1:${lockedPort}\n` })
+    expect(run.stdout).toMatch(WHOLE_STORY)
+  })
+})
+
 describe('toolbridge invoke --url, through a running toolbridge start', () => {
   // Its functions are "on Lambda" at an endpoint where nothing listens: an answer that says so
   // can only come from that bridge, never from one `invoke` would start of its own.
@@ -145,13 +210,13 @@ describe('toolbridge invoke --url, through a running toolbridge start', () => {
   it('goes through that bridge and its invoker', async () => {
     const run = await toolbridge('invoke', 'tell-joke', '--arg', 'topic=cats', '--url', url, '--timeout', '20')
     expect(run.code).toBe(1)
-    expect(lines(run.stderr)).toEqual([expect.stringMatching(/^error: unavailable: calling "toolbridge-joke" on http:\/\/127\.0\.0\.1:9: .*ECONNREFUSED/)])
+    expect(lines(run.stderr)).toEqual([`toolbridge: via ${url}`, expect.stringMatching(/^error: unavailable: calling "toolbridge-joke" on http:\/\/127\.0\.0\.1:9: .*ECONNREFUSED/)])
   })
 
   it('says so in one line when nothing answers at --url', async () => {
     const run = await toolbridge('invoke', 'tell-joke', '--arg', 'topic=cats', '--url', 'http://127.0.0.1:9')
     expect(run.code).toBe(1)
-    expect(lines(run.stderr)).toEqual(['toolbridge: --url http://127.0.0.1:9: no toolbridge answers there (or TOOLBRIDGE_HTTP_TOKEN is not its token)'])
+    expect(lines(run.stderr)).toEqual(['toolbridge: --url http://127.0.0.1:9: no toolbridge answers there'])
   })
 })
 
@@ -310,11 +375,11 @@ describe('toolbridge start with the example functions', () => {
 
   it('`invoke --url` prints its streamed story, and its error answers as invoke does', async () => {
     const story = await toolbridge('invoke', 'tell-story', '--arg', 'hero=Ada', '--arg', 'sentences=2', '--stream', '--url', url)
-    expect(story).toMatchObject({ code: 0, stderr: '' })
+    expect(story).toMatchObject({ code: 0, stderr: `toolbridge: via ${url}\n` })
     expect(story.stdout).toBe('Once upon a time, Ada lived in a small town by the sea. Every morning, Ada looked at the horizon and wondered what lay beyond it.\n')
     const missing = await toolbridge('invoke', 'tell-joke', '--url', url)
     expect(missing.code).toBe(1)
-    expect(lines(missing.stderr)).toEqual([expect.stringMatching(/^error: invalid-arguments: .*"topic" is required/)])
+    expect(lines(missing.stderr)).toEqual([`toolbridge: via ${url}`, expect.stringMatching(/^error: invalid-arguments: .*"topic" is required/)])
   })
 
   it('streams POST /tools/tell-story as chunk lines, then the whole response', async () => {

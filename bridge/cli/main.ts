@@ -11,7 +11,7 @@ import { checkFunctions } from './check.ts'
 import { RequestClient, ToolCallError } from '../trustgraph/request-client.ts'
 import { loadProject } from '../project/project.ts'
 import { DEFAULT_GATEWAY_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, EMBEDDED_DEFAULT_PORT, resolveInvokeRoute, resolveSettings, type SettingFlags } from '../project/settings.ts'
-import { callThroughGateway, gatewayTools } from './gateway-client.ts'
+import { callThroughGateway, probeGateway } from './gateway-client.ts'
 import { endpointGuards } from '../http/exposure.ts'
 import { createLogger, LOG_LEVELS } from '../support/logger.ts'
 import { startRuntime } from '../runtime.ts'
@@ -105,6 +105,13 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
 
 const collect = (value: string, previous: string[]) => [...previous, value]
 
+/**
+ * Set by a command that is over once its action returns: a function that
+ * ran in this process and timed out may still hold timers, which must not
+ * keep the command running after its answer is out.
+ */
+let endWhenDone = false
+
 const invokeCommand = program
   .command('invoke <tool>')
   .description('call a tool through the broker and print its answer')
@@ -116,9 +123,11 @@ const invokeCommand = program
 addInvokerOptions(addBrokerOptions(invokeCommand))
   .option(
     '--url <url>',
-    'the HTTP endpoint of a running `toolbridge start` to call through (env TOOLBRIDGE_URL); default: the one on this machine at 127.0.0.1:8080 when it serves the tool and neither --broker nor --invoker is given',
+    'the HTTP endpoint of a running `toolbridge start` to call through (env TOOLBRIDGE_URL); default: the one on this machine at 127.0.0.1:8080 (port: env TOOLBRIDGE_PORT) when it serves this serverless.yml and neither --broker nor --invoker is given',
   )
+  .option('--http-token <token>', "the bearer token of that `toolbridge start`'s /tools (env TOOLBRIDGE_HTTP_TOKEN)")
   .action(async (toolName: string, flags: SettingFlags & { arg: string[]; args?: string; user?: string; stream?: boolean; timeout: string; url?: string }) => {
+    endWhenDone = true
     const project = loadProject(program.opts().config)
     const spec = project.services.find((s) => s.tools.some((t) => t.name === toolName))
     const tool = spec?.tools.find((t) => t.name === toolName)
@@ -128,20 +137,40 @@ addInvokerOptions(addBrokerOptions(invokeCommand))
     }
     const args = parseArguments(flags.arg, flags.args)
     const call = { user: flags.user, config: tool.config, arguments: args }
-    const options = { timeoutMs: timeoutMs(flags.timeout), onChunk: flags.stream ? (chunk: string) => void process.stdout.write(chunk) : undefined }
+    const printChunk = flags.stream ? (chunk: string) => void process.stdout.write(chunk) : () => {}
+    // A stream service's answer is all its chunks: wait for them whether or not they are printed as they come.
+    const options = { timeoutMs: timeoutMs(flags.timeout), onChunk: flags.stream || spec.response === 'stream' ? printChunk : undefined }
     const printAnswer = (answer: string) => void process.stdout.write(flags.stream ? '\n' : answer + '\n')
+    const say = (route: string) => console.error(`toolbridge: via ${route}`)
 
     const settings = resolveSettings(flags, process.env, { gateway: false })
     const route = resolveInvokeRoute(flags)
     if (route.via === 'gateway') {
       const token = settings.httpToken
-      const served = await gatewayTools(route.url, token)
-      if (served?.includes(toolName)) return printAnswer(await callThroughGateway(route.url, toolName, call, { ...options, token }))
+      const probe = await probeGateway(route.url, token)
+      const throughGateway = async () => {
+        say(route.url)
+        printAnswer(await callThroughGateway(route.url, toolName, call, { ...options, token }))
+      }
       if (!route.fallBackToEmbedded) {
-        throw new ToolbridgeError('config', `--url ${route.url}: ${served ? `does not serve "${toolName}"` : 'no toolbridge answers there (or TOOLBRIDGE_HTTP_TOKEN is not its token)'}`)
+        if (probe.found === 'tools' && probe.names.includes(toolName)) return throughGateway()
+        const why =
+          probe.found === 'tools' ? `does not serve "${toolName}"` : probe.found === 'token-required' ? 'wants a bearer token: give --http-token (env TOOLBRIDGE_HTTP_TOKEN)' : 'no toolbridge answers there'
+        throw new ToolbridgeError('config', `--url ${route.url}: ${why}`)
+      }
+      // The bridge on this machine's default port may be another project's: use it only if it serves exactly these tools.
+      const hint = `call it with --url ${route.url}, or run the tool here with --invoker local`
+      if (probe.found === 'token-required') {
+        throw new ToolbridgeError('config', `the toolbridge at ${route.url} wants a bearer token: give --http-token (env TOOLBRIDGE_HTTP_TOKEN), or run the tool here with --invoker local`)
+      }
+      if (probe.found === 'tools') {
+        const difference = toolsDifference(project.services.flatMap((s) => s.tools.map((t) => t.name)), probe.names)
+        if (difference === undefined) return throughGateway()
+        throw new ToolbridgeError('config', `the toolbridge at ${route.url} does not serve ${program.opts().config} (${difference}): ${hint}`)
       }
     }
     // Through the broker; without one (and no running bridge to go through), from an embedded bridge in this process.
+    say(settings.broker === undefined ? `an embedded bridge in this process (${settings.invoker} invoker)` : redact(settings.broker))
     const tools = await connectToTools(project, settings)
     const client = new RequestClient(tools.transport, spec)
     try {
@@ -152,6 +181,15 @@ addInvokerOptions(addBrokerOptions(invokeCommand))
       await tools.close()
     }
   })
+
+/** How the tools a bridge serves differ from the project's, in a few words; undefined when they are the same. */
+function toolsDifference(ours: string[], served: string[]): string | undefined {
+  const few = (names: string[]) => (names.length > 4 ? `${names.slice(0, 4).join(', ')} and ${names.length - 4} more` : names.join(', '))
+  const missing = ours.filter((name) => !served.includes(name))
+  const extra = served.filter((name) => !ours.includes(name))
+  const parts = [missing.length > 0 ? `it lacks ${few(missing)}` : '', extra.length > 0 ? `it also serves ${few(extra)}` : ''].filter(Boolean)
+  return parts.length === 0 ? undefined : parts.join('; ')
+}
 
 program
   .command('descriptors')
@@ -215,3 +253,4 @@ try {
     process.exitCode = 1
   }
 }
+if (endWhenDone) process.stdout.write('', () => process.exit())
