@@ -5,7 +5,7 @@
 import { execFile, spawn, type ChildProcessByStdio } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer as createTcpServer } from 'node:net'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
@@ -123,13 +123,30 @@ describe('toolbridge invoke', () => {
     expect(run.stderr).toContain('tell-joke')
   })
 
-  it.concurrent('refuses a --timeout that is not a positive number of seconds, in one line, exit 1', async ({ expect }) => {
+  it.concurrent('refuses a --timeout that is not a positive number of seconds, in one line, exit 2', async ({ expect }) => {
     const run = await toolbridge('invoke', 'tell-joke', '--arg', 'topic=cats', '--timeout', '0')
-    expect(run).toMatchObject({ code: 1, stdout: '', stderr: 'toolbridge: --timeout: "0" must be a positive number of seconds\n' })
+    expect(run).toMatchObject({ code: 2, stdout: '', stderr: 'toolbridge: --timeout: "0" must be a positive number of seconds\n' })
     // Before trying to reach the broker: nothing listens at this one.
     for (const command of ['register', 'unregister']) {
       const registering = await toolbridge(command, '--broker', 'amqp://127.0.0.1:9', '--timeout', 'soon')
-      expect(registering).toMatchObject({ code: 1, stdout: '', stderr: 'toolbridge: --timeout: "soon" must be a positive number of seconds\n' })
+      expect(registering).toMatchObject({ code: 2, stdout: '', stderr: 'toolbridge: --timeout: "soon" must be a positive number of seconds\n' })
+    }
+  })
+
+  it.concurrent('exits 2 with one line for every flag value it cannot use, before starting anything', async ({ expect }) => {
+    const usage: [string[], string][] = [
+      [['invoke', 'tell-joke', '--args', '{bad'], 'toolbridge: --args: not valid JSON'],
+      [['invoke', 'tell-joke', '--args', '[1]'], 'toolbridge: --args: must be a JSON object'],
+      [['invoke', 'tell-joke', '--arg', 'topic'], 'toolbridge: --arg "topic": expected key=value'],
+      [['invoke', 'tell-joke', '--url', 'nowhere'], 'toolbridge: --url: "nowhere" is not a URL, e.g. http://localhost:3002'],
+      [['start', '--port', 'abc'], 'toolbridge: --port: "abc" must be an integer from 0 to 65535'],
+      [['start', '--drain-timeout', '-1'], 'toolbridge: --drain-timeout: "-1" must be an integer from 0 to 3600'],
+      [['start', '--register', '--timeout', '0'], 'toolbridge: --timeout: "0" must be a positive number of seconds'],
+      [['descriptors', '--mcp-url', 'ftp://x'], 'toolbridge: --mcp-url: "ftp://x" must be an http:// or https:// URL'],
+    ]
+    for (const [args, message] of usage) {
+      const run = await toolbridge(...args)
+      expect({ args, ...run }).toMatchObject({ args, code: 2, stdout: '', stderr: message + '\n' })
     }
   })
 
@@ -511,5 +528,22 @@ describe('toolbridge start, when a part cannot start', () => {
     } finally {
       holder.close()
     }
+  })
+})
+
+describe('toolbridge --version and --help', () => {
+  it.concurrent('prints the version of the package', async ({ expect }) => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
+    expect(await toolbridge('--version')).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' })
+  })
+
+  it.concurrent('lists an environment variable for every option of start', async ({ expect }) => {
+    const run = await toolbridge('start', '--help')
+    expect(run.code).toBe(0)
+    // Each option's entry: its first line starts with "  -", continuation lines are indented further.
+    const entries = run.stdout.split('\nOptions:\n')[1]!.split(/\n(?= {2}-)/).map((entry) => entry.replace(/\s+/g, ' ').trim())
+    const withoutEnv = entries.filter((entry) => !entry.startsWith('-h, --help') && !/\benv:? [A-Z_]+/.test(entry))
+    expect(withoutEnv).toEqual([])
+    expect(entries.length).toBeGreaterThan(20)
   })
 })

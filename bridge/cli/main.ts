@@ -3,14 +3,24 @@
  * toolbridge: serve the tool services of serverless.yml, call them, and
  * print their TrustGraph descriptors.
  */
+import { readFileSync } from 'node:fs'
 import { Command, CommanderError, Option } from 'commander'
 import { descriptors } from '../project/descriptors.ts'
-import { isRecord, messageOf, ToolbridgeError } from '../../shared/errors.ts'
+import { isRecord, messageOf, ToolbridgeError, UsageError } from '../../shared/errors.ts'
 import type { QueueStyle } from '../../shared/queues.ts'
 import { checkFunctions } from './check.ts'
 import { RequestClient, ToolCallError } from '../trustgraph/request-client.ts'
 import { loadProject } from '../project/project.ts'
-import { DEFAULT_GATEWAY_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, EMBEDDED_DEFAULT_PORT, resolveInvokeRoute, resolveSettings, type SettingFlags } from '../project/settings.ts'
+import {
+  DEFAULT_GATEWAY_MAX_IN_FLIGHT,
+  DEFAULT_MAX_IN_FLIGHT,
+  DEFAULT_REGISTER_TIMEOUT_SECONDS,
+  EMBEDDED_DEFAULT_PORT,
+  resolveInvokeRoute,
+  resolveRegistration,
+  resolveSettings,
+  type SettingFlags,
+} from '../project/settings.ts'
 import { callThroughGateway, probeGateway } from './gateway-client.ts'
 import { endpointGuards } from '../http/exposure.ts'
 import { createLogger, LOG_LEVELS } from '../support/logger.ts'
@@ -32,15 +42,18 @@ import {
 import { addTrustgraphCommands, registerOn } from './trustgraph-commands.ts'
 import { redact } from '../transports/redact.ts'
 
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+
 const program = new Command('toolbridge')
   .description('Run agent tools as Lambda-style functions behind TrustGraph tool-service queues')
-  .option('-c, --config <file>', 'serverless.yml to read', 'serverless.yml')
+  .version(version, '-V, --version')
+  .addOption(new Option('-c, --config <file>', 'serverless.yml to read').env('TOOLBRIDGE_CONFIG').default('serverless.yml'))
   .exitOverride()
 
 addInvokerOptions(addBrokerOptions(program.command('start').description('serve every tool service in serverless.yml')))
   .option('-p, --port <port>', `HTTP port for /tools, or "off" (env TOOLBRIDGE_PORT); default: ${EMBEDDED_DEFAULT_PORT} on the embedded broker, off otherwise`)
   .option('--host <host>', 'HTTP listen address (env TOOLBRIDGE_HOST)', undefined)
-  .option('--drain-timeout <seconds>', 'on SIGINT/SIGTERM, how long to finish requests in flight')
+  .option('--drain-timeout <seconds>', 'on SIGINT/SIGTERM, how long to finish requests in flight (env TOOLBRIDGE_DRAIN_TIMEOUT; default 30)')
   .option('--max-request-bytes <bytes>', "requests larger than this get a too-large error (env TOOLBRIDGE_MAX_REQUEST_BYTES); default: the broker's message limit")
   .option('--max-stream-bytes <bytes>', 'a streamed answer is cut with a too-large error past this many bytes (env TOOLBRIDGE_MAX_STREAM_BYTES); default: 20 MiB')
   .option(
@@ -54,12 +67,14 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
   .option('--allow-unauthenticated', 'serve /tools or /mcp without a token on a non-loopback --host instead of refusing to start (env TOOLBRIDGE_ALLOW_UNAUTHENTICATED=1)')
   .option('--max-http-in-flight <n>', `HTTP calls answered at once; more get 429 (env TOOLBRIDGE_MAX_HTTP_IN_FLIGHT; default ${DEFAULT_GATEWAY_MAX_IN_FLIGHT})`)
   .option('--debug', 'error answers keep host paths (env TOOLBRIDGE_DEBUG=1); by default they are shown relative to the project')
-  .option('--register', "once serving, register the tools with TrustGraph's configuration service (the embedded one on the embedded broker)")
+  .option('--register', "once serving, register the tools with TrustGraph's configuration service (the embedded one on the embedded broker; env TOOLBRIDGE_REGISTER=1)")
+  .option('--timeout <seconds>', `with --register: how long to wait for the configuration service (env TOOLBRIDGE_REGISTER_TIMEOUT; default ${DEFAULT_REGISTER_TIMEOUT_SECONDS})`)
   .addOption(workspaceOption())
   .addOption(mcpTokenOption('bearer token /mcp requires instead of --http-token'))
-  .action(async (flags: SettingFlags & { register?: boolean }) => {
+  .action(async (flags: SettingFlags & { register?: boolean; timeout?: string }) => {
     const project = loadProject(program.opts().config)
     const settings = resolveSettings(flags)
+    const registration = resolveRegistration(flags)
     const logger = createLogger(settings.logLevel)
     const runtime = await startRuntime(project, settings, { logger })
     const where = settings.broker === undefined ? 'the embedded broker' : redact(settings.broker)
@@ -75,9 +90,10 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
         console.log(`  ${path === '/mcp' ? 'MCP' : 'HTTP'}: ${url}${path} (${token ? 'bearer token required' : `no token: open to anyone who reaches ${url}`})`)
       }
     }
-    if (flags.register) {
+    if (registration.register) {
       // The request queues are bound by now: an agent that reads these can reach the tools at once.
-      const registered = await registerOn(await runtime.connectClient(), project.services, { workspace: settings.workspace }).catch(async (err: unknown) => {
+      const options = { workspace: settings.workspace, timeoutMs: registration.timeoutMs }
+      const registered = await registerOn(await runtime.connectClient(), project.services, options).catch(async (err: unknown) => {
         await runtime.stop()
         throw err
       })
@@ -225,14 +241,14 @@ function parseArguments(pairs: string[], json: string | undefined): Record<strin
     try {
       parsed = JSON.parse(json)
     } catch {
-      throw new ToolbridgeError('config', '--args: not valid JSON')
+      throw new UsageError('--args', 'not valid JSON')
     }
-    if (!isRecord(parsed)) throw new ToolbridgeError('config', '--args: must be a JSON object')
+    if (!isRecord(parsed)) throw new UsageError('--args', 'must be a JSON object')
     args = parsed
   }
   for (const pair of pairs) {
     const eq = pair.indexOf('=')
-    if (eq <= 0) throw new ToolbridgeError('config', `--arg "${pair}": expected key=value`)
+    if (eq <= 0) throw new UsageError(`--arg "${pair}"`, 'expected key=value')
     args[pair.slice(0, eq)] = pair.slice(eq + 1)
   }
   return args
@@ -245,6 +261,9 @@ try {
   if (err instanceof CommanderError) {
     // Commander has printed its own one-line message (or the help).
     process.exitCode = err.exitCode === 0 ? 0 : 2
+  } else if (err instanceof UsageError) {
+    console.error(`toolbridge: ${err.message}`)
+    process.exitCode = 2
   } else if (err instanceof ToolCallError) {
     console.error(`error: ${err.type}: ${err.message}`)
     process.exitCode = 1
