@@ -4,6 +4,7 @@
  */
 import { execFile, spawn, type ChildProcessByStdio } from 'node:child_process'
 import { once } from 'node:events'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer as createTcpServer } from 'node:net'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -257,6 +258,23 @@ describe('toolbridge -c with a bad serverless.yml', () => {
     expect(run.code).not.toBeNull()
     expect(run.stdout).toBe('')
     expect(lines(run.stderr)).toEqual([expect.stringContaining(`${path}: invalid YAML`)])
+  })
+
+  it.concurrent('quotes the line of a duplicate key, without a dangling colon', async ({ expect }) => {
+    const path = write('duplicate.yml', 'service: dup\nfunctions:\n  joke:\n    handler: a.handler\n  joke:\n    handler: b.handler\n')
+    const run = await toolbridge('-c', path, 'descriptors')
+    expect(run).toMatchObject({ code: 1, stdout: '' })
+    expect(lines(run.stderr)).toEqual([`toolbridge: ${path}: invalid YAML: Map keys must be unique at line 5, column 3: "joke:"`])
+  })
+
+  it.concurrent('takes a serverless.yml with only custom.toolServices, no functions:', async ({ expect }) => {
+    const path = write(
+      'custom-only.yml',
+      ['service: elsewhere', 'custom:', '  toolServices:', '    remote:', '      url: http://127.0.0.1:9/x', '      id: remote-service', '      topic: remote', '      tools:', '        - name: remote', '          description: Remote', ''].join('\n'),
+    )
+    const run = await toolbridge('-c', path, 'descriptors')
+    expect(run).toMatchObject({ code: 0, stderr: '' })
+    expect(Object.keys((JSON.parse(run.stdout) as { tool: object }).tool)).toEqual(['remote'])
   })
 
   it.concurrent('names the file when it cannot be read', async ({ expect }) => {
@@ -545,5 +563,30 @@ describe('toolbridge --version and --help', () => {
     const withoutEnv = entries.filter((entry) => !entry.startsWith('-h, --help') && !/\benv:? [A-Z_]+/.test(entry))
     expect(withoutEnv).toEqual([])
     expect(entries.length).toBeGreaterThan(20)
+  })
+})
+
+describe('toolbridge and Lambda settings', () => {
+  it.concurrent('answers at once, without retrying, when the bridge has no AWS region', async ({ expect }) => {
+    const noAws = { AWS_REGION: '', AWS_DEFAULT_REGION: '', AWS_PROFILE: '', AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent', AWS_EC2_METADATA_DISABLED: 'true' }
+    const run = await toolbridgeWith(noAws, 'invoke', 'tell-joke', '--arg', 'topic=cats', '--invoker', 'lambda')
+    expect(run.code).toBe(1)
+    expect(lines(run.stderr).at(-1)).toMatch(
+      /^error: unavailable: calling "toolbridge-joke" on AWS Lambda: the bridge's AWS configuration is incomplete: Region .* \(set AWS_REGION and credentials, or --lambda-endpoint for a local Lambda\)$/,
+    )
+  })
+
+  it('check does not count a function as missing where the endpoint has no GetFunction (serverless-offline)', async () => {
+    const offlineLike = createHttpServer((_req, res) => void res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}'))
+    offlineLike.listen(0, '127.0.0.1')
+    await once(offlineLike, 'listening')
+    try {
+      const { port } = offlineLike.address() as { port: number }
+      const run = await toolbridge('check', '--invoker', 'lambda', '--lambda-endpoint', `http://127.0.0.1:${port}`)
+      expect(run).toMatchObject({ code: 0, stderr: '' })
+      expect(lines(run.stdout)).toContain('ok   joke-service  toolbridge-joke: not checked: this Lambda endpoint has no GetFunction API (serverless-offline has none); the first call will tell')
+    } finally {
+      offlineLike.close()
+    }
   })
 })
