@@ -28,7 +28,7 @@
  * Ports: the README says 8080. The runner sets TOOLBRIDGE_PORT to a free
  * port for every command (toolbridge start listens there, toolbridge invoke
  * looks for a bridge there) and writes that port wherever a command says
- * `:8080`, so whatever runs on this machine's 8080 is never called.
+ * 8080, so whatever runs on this machine's 8080 is never called.
  * `npx toolbridge` runs this checkout's command (bridge/cli/main.ts) through a
  * stand-in `npx` first on PATH; any other use of npx fails rather than reach
  * a registry. TOOLBRIDGE_* variables of the environment the tests run in are
@@ -47,6 +47,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url))
 /** Fail-safes against a hung child, not limits on how fast anything must be. */
 const COMMAND_TIMEOUT_MS = 60_000
 const SERVER_START_TIMEOUT_MS = 60_000
+const TEST_TIMEOUT_MS = 2 * COMMAND_TIMEOUT_MS
 
 interface Block {
   /** 1-based line of the block's opening fence in README.md. */
@@ -151,7 +152,7 @@ describe('README.md, run', () => {
     rmSync(scratch, { recursive: true, force: true })
   })
 
-  const localize = (command: string) => command.replaceAll(':8080', `:${port}`).replaceAll('@rabbitmq:5672', '@127.0.0.1:5672')
+  const localize = (command: string) => command.replace(/\b8080\b/g, String(port)).replaceAll('@rabbitmq:5672', '@127.0.0.1:5672')
 
   function run(command: string, cwd: string): Promise<{ code: number | null; output: string }> {
     return new Promise((resolve) => {
@@ -224,6 +225,6 @@ describe('README.md, run', () => {
         expect({ command, code: result.code, output: result.output }).toMatchObject({ command, code: attributes.exit })
       }
       for (const fragment of attributes.expect.map(localize)) expect(output).toContain(fragment)
-    })
+    }, TEST_TIMEOUT_MS)
   }
 })
