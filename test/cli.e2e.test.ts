@@ -494,17 +494,29 @@ async function readUntil(res: Response, until: (received: string) => boolean) {
 }
 
 describe('toolbridge start, shutting down with HTTP callers', () => {
-  it('answers a call still running when --drain-timeout runs out with "unavailable", then exits 0', async () => {
+  it('answers calls still running when --drain-timeout runs out with "unavailable", over /tools and /mcp, then exits 0', async () => {
     const server = new Server(['-c', FAULTS_YML], ['--drain-timeout', '1'])
     try {
       const url = await server.url
-      // Runs longer than the drain; its own timeout (10 s) and the gateway's margin would come long after.
+      // Both run longer than the drain; their own timeout (10 s) and the gateway's margin would come long after.
       const res = await post(`${url}/tools/slow-stream`, { arguments: { ms: 8000 } })
+      const mcpAnswer = fetch(`${url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'slow-stream', arguments: { ms: 8000 } } }),
+      }).then((answer) => answer.text())
       const call = await readUntil(res, (received) => received.includes('\n'))
+      // Both requests are in the bridge's hands before the drain begins.
+      while (!(await fetch(`${url}/metrics`).then((m) => m.text())).includes('toolbridge_requests_in_flight{service="slow-stream-service"} 2')) {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
       server.child.kill('SIGTERM')
       const lines = ndjson(await call.rest())
       expect(lines[0]).toEqual({ chunk: 'started' })
       expect(lines.at(-1)).toEqual({ error: { type: 'unavailable', message: expect.stringContaining('stopped before this call was answered') } })
+      const mcpText = await mcpAnswer
+      expect(mcpText).toContain('"isError":true')
+      expect(mcpText).toContain('stopped before this call was answered')
       expect(await server.exited).toEqual({ code: 0, signal: null })
     } finally {
       await server.stop()

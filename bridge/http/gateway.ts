@@ -101,7 +101,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const logger = options.logger ?? silentLogger
   const caller = gatedCaller(createToolCaller(services, transport))
   const { tools } = caller
-  const mcp = mcpHttpHandler(caller, { maxBodyBytes: transport.maxMessageBytes })
+  /** Aborted by close() for the calls it stops waiting for. */
+  const abandon = new AbortController()
+  // MCP tool calls are given up with the others: their result says so, as an error.
+  const mcp = mcpHttpHandler({ ...caller, call: (...args) => untilAbandoned(caller.call(...args)) }, { maxBodyBytes: transport.maxMessageBytes })
   const cap = new InFlightCap(options.maxInFlight ?? DEFAULT_GATEWAY_MAX_IN_FLIGHT)
   const hostOrigin = createHostOriginCheck({
     listenHost: options.host,
@@ -114,8 +117,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   /** Calls being answered: close() lets them finish. */
   const active = new Set<Promise<void>>()
   let draining = false
-  /** Aborted by close() for the calls it stops waiting for. */
-  const abandon = new AbortController()
 
   async function callTool(name: string, req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
     if (!tools.has(name)) throw new HttpError(404, `unknown tool "${bounded(name, 200)}"; GET /tools lists them`)
