@@ -17,6 +17,9 @@ import { createTransport } from './transports/create-transport.ts'
 import { MemoryBroker } from './transports/memory/memory-transport.ts'
 import type { Transport } from './transports/transport.ts'
 
+/** After the bridge has drained, how long HTTP callers wait for answers still on their way through the broker. */
+const ANSWER_GRACE_MS = 500
+
 export interface Runtime {
   bridge: Bridge
   metrics: Metrics
@@ -78,32 +81,53 @@ export async function startRuntime(
     metrics,
     scrubErrorMessage: settings.debug ? undefined : createPathScrubber(project.baseDir),
   })
-  const unguard = settings.invoker === 'in-process' ? guardAgainstLateFunctionErrors(logger) : undefined
-  await bridge.start()
   const clientTransports: Transport[] = []
   const connectClient = async () => {
     const client = await createTransport(settings.broker, memoryBroker, { logger, pulsar: settings.pulsar })
-    await client.connect()
     clientTransports.push(client)
+    await client.connect()
     return client
   }
-  // On a real broker TrustGraph runs its own; two would compete for the same requests.
-  const configService = settings.broker === undefined ? await startConfigService({ transport: await connectClient(), logger }) : undefined
+  let unguard: (() => void) | undefined
   let gateway: Gateway | undefined
-  if (settings.port !== undefined) {
-    const { startGateway } = await import('./http/gateway.ts')
-    gateway = await startGateway({
-      services: project.services,
-      transport: await connectClient(),
-      host: settings.host,
-      port: settings.port,
-      mcpToken: settings.mcpToken,
-      httpToken: settings.httpToken,
-      ...settings.gateway,
-      metrics,
-      logger,
-      ready: () => bridge.ready,
-    })
+  let configService: ConfigService | undefined
+  let bridgeStarted = false
+  /** Stops what has started, in the order that lets answers in flight reach their HTTP callers. */
+  const stopParts = async () => {
+    gateway?.drain() // new HTTP calls get 503 from here; those in flight wait for the bridge's drain
+    if (bridgeStarted) await bridge.stop()
+    // What the bridge answered is on its way; what it handed back is another replica's now.
+    await gateway?.close({ abandonAfterMs: ANSWER_GRACE_MS })
+    await configService?.stop()
+    await Promise.all(clientTransports.map((t) => t.close()))
+    unguard?.()
+  }
+  try {
+    // The HTTP port first: when it is taken, the bridge has not taken a single request yet.
+    if (settings.port !== undefined) {
+      const { startGateway } = await import('./http/gateway.ts')
+      gateway = await startGateway({
+        services: project.services,
+        transport: await connectClient(),
+        host: settings.host,
+        port: settings.port,
+        mcpToken: settings.mcpToken,
+        httpToken: settings.httpToken,
+        ...settings.gateway,
+        metrics,
+        logger,
+        ready: () => bridge.ready,
+      })
+    }
+    unguard = settings.invoker === 'in-process' ? guardAgainstLateFunctionErrors(logger) : undefined
+    bridgeStarted = true
+    await bridge.start()
+    // On a real broker TrustGraph runs its own; two would compete for the same requests.
+    if (settings.broker === undefined) configService = await startConfigService({ transport: await connectClient(), logger })
+  } catch (err) {
+    // A part that failed to start must not leave the others consuming, listening or holding the process open.
+    await stopParts().catch((stopError: unknown) => logger.warn({ err: messageOf(stopError) }, 'error while stopping after a failed start'))
+    throw err
   }
   return {
     bridge,
@@ -112,12 +136,6 @@ export async function startRuntime(
     gateway,
     configService,
     connectClient,
-    async stop() {
-      await bridge.stop() // answers in flight still reach HTTP callers through the gateway
-      await gateway?.close()
-      await configService?.stop()
-      await Promise.all(clientTransports.map((t) => t.close()))
-      unguard?.()
-    },
+    stop: stopParts,
   }
 }

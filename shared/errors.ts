@@ -37,6 +37,17 @@ export class ConfigError extends ToolbridgeError {
   }
 }
 
+/**
+ * A flag, or the environment variable that stands for it, has a value the
+ * command cannot use: a usage error, like an unknown flag.
+ */
+export class UsageError extends ConfigError {
+  constructor(flag: string, message: string) {
+    super(flag, message)
+    this.name = 'UsageError'
+  }
+}
+
 /** A refusal or failure as data: what every pipeline step returns instead of throwing. */
 export interface Refusal {
   ok: false

@@ -157,7 +157,7 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: 
 describe('toolbridge invoke', () => {
   it('calls the Express app', async () => {
     const run = await cli(['-c', yml, 'invoke', 'lookup-product', '-a', 'sku=KB-101', '-a', 'currency=USD', '--invoker', 'in-process'])
-    expect(run.stderr).toBe('')
+    expect(run.stderr).toBe('toolbridge: via an embedded bridge in this process (in-process invoker)\n')
     expect(run.code).toBe(0)
     expect(JSON.parse(run.stdout)).toStrictEqual({ sku: 'KB-101', name: 'Mechanical keyboard', price: 96.12, currency: 'USD', inStock: true })
   })

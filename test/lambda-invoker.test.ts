@@ -601,7 +601,7 @@ describe('toolbridge invoke --invoker lambda --lambda-endpoint', () => {
         (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
       )
     })
-    expect(run.stderr).toBe('')
+    expect(run.stderr).toBe('toolbridge: via an embedded bridge in this process (lambda invoker)\n')
     expect(run).toMatchObject({ code: 0, stdout: 'you said hello\n' })
     expect(fake.callsTo(ECHO.location.lambdaName)).toHaveLength(1)
   })

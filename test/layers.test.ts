@@ -16,6 +16,7 @@ const ROOT = join(import.meta.dirname, '..')
 
 /** Layer of each place; higher may import lower. */
 const LAYERS: [place: string, layer: number][] = [
+  ['package.json', 0], // read for the version `toolbridge --version` prints
   ['shared', 0],
   ['bridge/support', 1],
   ['bridge/project', 2],

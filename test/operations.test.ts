@@ -87,6 +87,39 @@ describe('health, readiness and metrics', () => {
   })
 })
 
+describe('metrics of error answers', () => {
+  const FAULTS = loadProject(fileURLToPath(new URL('fixtures/faults/serverless.yml', import.meta.url)))
+  let runtime: Runtime
+  let url: string
+  beforeAll(async () => {
+    runtime = await startRuntime(FAULTS, resolveSettings({ port: '0', invoker: 'in-process', drainTimeout: '1' }, {}))
+    url = runtime.gateway!.url
+  })
+  afterAll(() => runtime?.stop())
+
+  const call = async (serviceId: string, args: Record<string, unknown>) => {
+    const client = new RequestClient(await runtime.connectClient(), FAULTS.services.find((s) => s.id === serviceId)!)
+    await client.start()
+    return client.call({ arguments: args }).then(
+      () => 'ok',
+      (err: unknown) => (err instanceof ToolCallError ? err.type : String(err)),
+    )
+  }
+
+  it('count a single answer replaced by too-large as an error, and label errors with their wire type', async () => {
+    // Over the embedded broker's 5 MB: the function answers, the bridge sends too-large instead.
+    expect(await call('big-service', { bytes: 6 * 1024 * 1024 })).toBe('too-large')
+    expect(await call('throws-service', {})).toBe('tool-service-error')
+    const text = await (await fetch(`${url}/metrics`)).text()
+    expect(sample(text, 'toolbridge_answers_total{service="big-service",tool="big",outcome="ok"}')).toBeUndefined()
+    expect(sample(text, 'toolbridge_answers_total{service="big-service",tool="big",outcome="error"}')).toBe(1)
+    expect(sample(text, 'toolbridge_errors_total{service="big-service",tool="big",kind="too-large"}')).toBe(1)
+    expect(sample(text, 'tg_dynamic_tool_service_invocation_total{processor="big-service"}') ?? 0).toBe(0)
+    expect(sample(text, 'toolbridge_errors_total{service="throws-service",tool="throw",kind="tool-service-error"}')).toBe(1)
+    expect(text).not.toContain('kind="function-error"')
+  })
+})
+
 describe('limits', () => {
   it('--max-request-bytes: a larger request gets too-large on the wire, without invoking', async () => {
     const runtime = await start({ maxRequestBytes: '200' })

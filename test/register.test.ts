@@ -112,6 +112,14 @@ describe('registering with the configuration service of `toolbridge start` on th
     expect(await client.get('default', [{ type: 'tool', key: 'tell-joke' }])).toEqual([null])
   })
 
+  it('unregister takes the MCP entries out without being given the MCP endpoint, and names only what was there', async () => {
+    await register(client, project.services, { workspace: 'team-d', mcp: { url: 'http://toolbridge:8080/mcp' } })
+    const keys = await unregister(client, project.services, { workspace: 'team-d' })
+    expect(keys).toHaveLength(12)
+    for (const type of ['tool', 'tool-service', 'mcp']) expect(await client.list('team-d', type)).toEqual([])
+    expect(await unregister(client, project.services, { workspace: 'team-d' })).toEqual([])
+  })
+
   it('unregister deletes exactly what register put', async () => {
     await register(client, project.services, { workspace: 'team-b' })
     await client.put('team-b', [{ type: 'tool', key: 'someone-elses', value: '{}', workspace: '' }])
@@ -155,7 +163,23 @@ describe('toolbridge register / start --register', () => {
 
   it('refuses an empty --workspace', async () => {
     const run = await toolbridge('register', '--dry-run', '--workspace', '')
-    expect(run).toMatchObject({ code: 1, stderr: 'toolbridge: --workspace: must not be empty\n' })
+    expect(run).toMatchObject({ code: 2, stderr: 'toolbridge: --workspace: must not be empty\n' })
+  })
+
+  it('prints with unregister --dry-run every key it would delete, MCP entries included', async () => {
+    const run = await toolbridge('unregister', '--dry-run', '--workspace', 'team-a')
+    expect(run).toMatchObject({ code: 0, stderr: '' })
+    const printed = JSON.parse(run.stdout) as { operation: string; workspace: string; keys: { type: string; key: string }[] }
+    expect(printed).toMatchObject({ operation: 'delete', workspace: 'team-a' })
+    expect(printed.keys.map((k) => `${k.type}/${k.key}`)).toEqual([
+      ...EXPECTED_KEYS,
+      'tool/tell-joke-mcp',
+      'tool/calculate-mcp',
+      'tool/tell-story-mcp',
+      'mcp/tell-joke',
+      'mcp/calculate',
+      'mcp/tell-story',
+    ])
   })
 
   it('start --register announces the tools once it serves, and still serves them', async () => {

@@ -10,16 +10,19 @@ import { ToolCallError, type CallOptions, type ToolCall } from '../trustgraph/re
 /** How long to wait for a gateway that may not be there. */
 const PROBE_TIMEOUT_MS = 500
 
-/** The tool names a gateway at `url` serves, or undefined if none answers there. */
-export async function gatewayTools(url: string, token?: string): Promise<string[] | undefined> {
+/** What answers at a gateway's address: nothing (or not a toolbridge), one that wants a token, or one serving these tools. */
+export type GatewayProbe = { found: 'nothing' } | { found: 'token-required' } | { found: 'tools'; names: string[] }
+
+export async function probeGateway(url: string, token?: string): Promise<GatewayProbe> {
   try {
     const response = await fetch(new URL('/tools', url), { headers: authorization(token), signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) })
-    if (!response.ok) return undefined
+    if (response.status === 401) return { found: 'token-required' }
+    if (!response.ok) return { found: 'nothing' }
     const body: unknown = await response.json()
-    if (!isRecord(body) || !Array.isArray(body.tools)) return undefined
-    return body.tools.flatMap((tool) => (isRecord(tool) && typeof tool.name === 'string' ? [tool.name] : []))
+    if (!isRecord(body) || !Array.isArray(body.tools)) return { found: 'nothing' }
+    return { found: 'tools', names: body.tools.flatMap((tool) => (isRecord(tool) && typeof tool.name === 'string' ? [tool.name] : [])) }
   } catch {
-    return undefined // nothing listening, or not a toolbridge gateway
+    return { found: 'nothing' } // nothing listening, or not a toolbridge gateway
   }
 }
 

@@ -3,11 +3,21 @@
  * toolbridge: serve the tool services of serverless.yml, call them, and
  * print their TrustGraph descriptors.
  */
+import { readFileSync } from 'node:fs'
 import { Command, CommanderError, Option } from 'commander'
-import { isRecord, messageOf, ToolbridgeError } from '../../shared/errors.ts'
+import { isRecord, messageOf, ToolbridgeError, UsageError } from '../../shared/errors.ts'
 import type { QueueStyle } from '../../shared/queues.ts'
 import { ToolCallError } from '../trustgraph/request-client.ts'
-import { DEFAULT_GATEWAY_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, EMBEDDED_DEFAULT_PORT, resolveInvokeRoute, resolveSettings, type SettingFlags } from '../project/settings.ts'
+import {
+  DEFAULT_GATEWAY_MAX_IN_FLIGHT,
+  DEFAULT_MAX_IN_FLIGHT,
+  DEFAULT_REGISTER_TIMEOUT_SECONDS,
+  EMBEDDED_DEFAULT_PORT,
+  resolveInvokeRoute,
+  resolveRegistration,
+  resolveSettings,
+  type SettingFlags,
+} from '../project/settings.ts'
 import { LOG_LEVELS } from '../support/logger.ts'
 import {
   addBrokerOptions,
@@ -30,15 +40,18 @@ import { addScaffoldCommands } from './scaffold-commands.ts'
 // the bridge, the HTTP gateway or the AWS SDK.
 const loadProject = async (file: string) => (await import('../project/project.ts')).loadProject(file)
 
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+
 const program = new Command('toolbridge')
   .description('Run agent tools as Lambda-style functions behind TrustGraph tool-service queues')
-  .option('-c, --config <file>', 'serverless.yml to read', 'serverless.yml')
+  .version(version, '-V, --version')
+  .addOption(new Option('-c, --config <file>', 'serverless.yml to read').env('TOOLBRIDGE_CONFIG').default('serverless.yml'))
   .exitOverride()
 
 addInvokerOptions(addBrokerOptions(program.command('start').description('serve every tool service in serverless.yml')))
   .option('-p, --port <port>', `HTTP port for /tools, or "off" (env TOOLBRIDGE_PORT); default: ${EMBEDDED_DEFAULT_PORT} on the embedded broker, off otherwise`)
   .option('--host <host>', 'HTTP listen address (env TOOLBRIDGE_HOST)', undefined)
-  .option('--drain-timeout <seconds>', 'on SIGINT/SIGTERM, how long to finish requests in flight')
+  .option('--drain-timeout <seconds>', 'on SIGINT/SIGTERM, how long to finish requests in flight (env TOOLBRIDGE_DRAIN_TIMEOUT; default 30)')
   .option('--max-request-bytes <bytes>', "requests larger than this get a too-large error (env TOOLBRIDGE_MAX_REQUEST_BYTES); default: the broker's message limit")
   .option('--max-stream-bytes <bytes>', 'a streamed answer is cut with a too-large error past this many bytes (env TOOLBRIDGE_MAX_STREAM_BYTES); default: 20 MiB')
   .option(
@@ -52,12 +65,14 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
   .option('--allow-unauthenticated', 'serve /tools or /mcp without a token on a non-loopback --host instead of refusing to start (env TOOLBRIDGE_ALLOW_UNAUTHENTICATED=1)')
   .option('--max-http-in-flight <n>', `HTTP calls answered at once; more get 429 (env TOOLBRIDGE_MAX_HTTP_IN_FLIGHT; default ${DEFAULT_GATEWAY_MAX_IN_FLIGHT})`)
   .option('--debug', 'error answers keep host paths (env TOOLBRIDGE_DEBUG=1); by default they are shown relative to the project')
-  .option('--register', "once serving, register the tools with TrustGraph's configuration service (the embedded one on the embedded broker)")
+  .option('--register', "once serving, register the tools with TrustGraph's configuration service (the embedded one on the embedded broker; env TOOLBRIDGE_REGISTER=1)")
+  .option('--timeout <seconds>', `with --register: how long to wait for the configuration service (env TOOLBRIDGE_REGISTER_TIMEOUT; default ${DEFAULT_REGISTER_TIMEOUT_SECONDS})`)
   .addOption(workspaceOption())
   .addOption(mcpTokenOption('bearer token /mcp requires instead of --http-token'))
-  .action(async (flags: SettingFlags & { register?: boolean }) => {
+  .action(async (flags: SettingFlags & { register?: boolean; timeout?: string }) => {
     const project = await loadProject(program.opts().config)
     const settings = resolveSettings(flags)
+    const registration = resolveRegistration(flags)
     const [{ createLogger }, { startRuntime }, { endpointGuards }, { redact }] = await Promise.all([
       import('../support/logger.ts'),
       import('../runtime.ts'),
@@ -79,9 +94,10 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
         console.log(`  ${path === '/mcp' ? 'MCP' : 'HTTP'}: ${url}${path} (${token ? 'bearer token required' : `no token: open to anyone who reaches ${url}`})`)
       }
     }
-    if (flags.register) {
+    if (registration.register) {
       // The request queues are bound by now: an agent that reads these can reach the tools at once.
-      const registered = await registerOn(await runtime.connectClient(), project.services, { workspace: settings.workspace }).catch(async (err: unknown) => {
+      const options = { workspace: settings.workspace, timeoutMs: registration.timeoutMs }
+      const registered = await registerOn(await runtime.connectClient(), project.services, options).catch(async (err: unknown) => {
         await runtime.stop()
         throw err
       })
@@ -109,6 +125,13 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
 
 const collect = (value: string, previous: string[]) => [...previous, value]
 
+/**
+ * Set by a command that is over once its action returns: a function that
+ * ran in this process and timed out may still hold timers, which must not
+ * keep the command running after its answer is out.
+ */
+let endWhenDone = false
+
 const invokeCommand = program
   .command('invoke <tool>')
   .description('call a tool through the broker and print its answer')
@@ -120,9 +143,11 @@ const invokeCommand = program
 addInvokerOptions(addBrokerOptions(invokeCommand))
   .option(
     '--url <url>',
-    'the HTTP endpoint of a running `toolbridge start` to call through (env TOOLBRIDGE_URL); default: the one on this machine at 127.0.0.1:8080 when it serves the tool and neither --broker nor --invoker is given',
+    'the HTTP endpoint of a running `toolbridge start` to call through (env TOOLBRIDGE_URL); default: the one on this machine at 127.0.0.1:8080 (port: env TOOLBRIDGE_PORT) when it serves this serverless.yml and neither --broker nor --invoker is given',
   )
+  .option('--http-token <token>', "the bearer token of that `toolbridge start`'s /tools (env TOOLBRIDGE_HTTP_TOKEN)")
   .action(async (toolName: string, flags: SettingFlags & { arg: string[]; args?: string; user?: string; stream?: boolean; timeout: string; url?: string }) => {
+    endWhenDone = true
     const project = await loadProject(program.opts().config)
     const spec = project.services.find((s) => s.tools.some((t) => t.name === toolName))
     const tool = spec?.tools.find((t) => t.name === toolName)
@@ -132,22 +157,46 @@ addInvokerOptions(addBrokerOptions(invokeCommand))
     }
     const args = parseArguments(flags.arg, flags.args)
     const call = { user: flags.user, config: tool.config, arguments: args }
-    const options = { timeoutMs: timeoutMs(flags.timeout), onChunk: flags.stream ? (chunk: string) => void process.stdout.write(chunk) : undefined }
+    const printChunk = flags.stream ? (chunk: string) => void process.stdout.write(chunk) : () => {}
+    // A stream service's answer is all its chunks: wait for them whether or not they are printed as they come.
+    const options = { timeoutMs: timeoutMs(flags.timeout), onChunk: flags.stream || spec.response === 'stream' ? printChunk : undefined }
     const printAnswer = (answer: string) => void process.stdout.write(flags.stream ? '\n' : answer + '\n')
+    const say = (route: string) => console.error(`toolbridge: via ${route}`)
 
     const settings = resolveSettings(flags, process.env, { gateway: false })
     const route = resolveInvokeRoute(flags)
     if (route.via === 'gateway') {
-      const { callThroughGateway, gatewayTools } = await import('./gateway-client.ts')
+      const { callThroughGateway, probeGateway } = await import('./gateway-client.ts')
       const token = settings.httpToken
-      const served = await gatewayTools(route.url, token)
-      if (served?.includes(toolName)) return printAnswer(await callThroughGateway(route.url, toolName, call, { ...options, token }))
+      const probe = await probeGateway(route.url, token)
+      const throughGateway = async () => {
+        say(route.url)
+        printAnswer(await callThroughGateway(route.url, toolName, call, { ...options, token }))
+      }
       if (!route.fallBackToEmbedded) {
-        throw new ToolbridgeError('config', `--url ${route.url}: ${served ? `does not serve "${toolName}"` : 'no toolbridge answers there (or TOOLBRIDGE_HTTP_TOKEN is not its token)'}`)
+        if (probe.found === 'tools' && probe.names.includes(toolName)) return throughGateway()
+        const why =
+          probe.found === 'tools' ? `does not serve "${toolName}"` : probe.found === 'token-required' ? 'wants a bearer token: give --http-token (env TOOLBRIDGE_HTTP_TOKEN)' : 'no toolbridge answers there'
+        throw new ToolbridgeError('config', `--url ${route.url}: ${why}`)
+      }
+      // The bridge on this machine's default port may be another project's: use it only if it serves exactly these tools.
+      const hint = `call it with --url ${route.url}, or run the tool here with --invoker local`
+      if (probe.found === 'token-required') {
+        throw new ToolbridgeError('config', `the toolbridge at ${route.url} wants a bearer token: give --http-token (env TOOLBRIDGE_HTTP_TOKEN), or run the tool here with --invoker local`)
+      }
+      if (probe.found === 'tools') {
+        const difference = toolsDifference(project.services.flatMap((s) => s.tools.map((t) => t.name)), probe.names)
+        if (difference === undefined) return throughGateway()
+        throw new ToolbridgeError('config', `the toolbridge at ${route.url} does not serve ${program.opts().config} (${difference}): ${hint}`)
       }
     }
     // Through the broker; without one (and no running bridge to go through), from an embedded bridge in this process.
-    const [{ connectToTools }, { RequestClient }] = await Promise.all([import('./connect.ts'), import('../trustgraph/request-client.ts')])
+    const [{ connectToTools }, { RequestClient }, { redact }] = await Promise.all([
+      import('./connect.ts'),
+      import('../trustgraph/request-client.ts'),
+      import('../transports/redact.ts'),
+    ])
+    say(settings.broker === undefined ? `an embedded bridge in this process (${settings.invoker} invoker)` : redact(settings.broker))
     const tools = await connectToTools(project, settings)
     const client = new RequestClient(tools.transport, spec)
     try {
@@ -158,6 +207,15 @@ addInvokerOptions(addBrokerOptions(invokeCommand))
       await tools.close()
     }
   })
+
+/** How the tools a bridge serves differ from the project's, in a few words; undefined when they are the same. */
+function toolsDifference(ours: string[], served: string[]): string | undefined {
+  const few = (names: string[]) => (names.length > 4 ? `${names.slice(0, 4).join(', ')} and ${names.length - 4} more` : names.join(', '))
+  const missing = ours.filter((name) => !served.includes(name))
+  const extra = served.filter((name) => !ours.includes(name))
+  const parts = [missing.length > 0 ? `it lacks ${few(missing)}` : '', extra.length > 0 ? `it also serves ${few(extra)}` : ''].filter(Boolean)
+  return parts.length === 0 ? undefined : parts.join('; ')
+}
 
 program
   .command('descriptors')
@@ -197,14 +255,14 @@ function parseArguments(pairs: string[], json: string | undefined): Record<strin
     try {
       parsed = JSON.parse(json)
     } catch {
-      throw new ToolbridgeError('config', '--args: not valid JSON')
+      throw new UsageError('--args', 'not valid JSON')
     }
-    if (!isRecord(parsed)) throw new ToolbridgeError('config', '--args: must be a JSON object')
+    if (!isRecord(parsed)) throw new UsageError('--args', 'must be a JSON object')
     args = parsed
   }
   for (const pair of pairs) {
     const eq = pair.indexOf('=')
-    if (eq <= 0) throw new ToolbridgeError('config', `--arg "${pair}": expected key=value`)
+    if (eq <= 0) throw new UsageError(`--arg "${pair}"`, 'expected key=value')
     args[pair.slice(0, eq)] = pair.slice(eq + 1)
   }
   return args
@@ -217,6 +275,9 @@ try {
   if (err instanceof CommanderError) {
     // Commander has printed its own one-line message (or the help).
     process.exitCode = err.exitCode === 0 ? 0 : 2
+  } else if (err instanceof UsageError) {
+    console.error(`toolbridge: ${err.message}`)
+    process.exitCode = 2
   } else if (err instanceof ToolCallError) {
     console.error(`error: ${err.type}: ${err.message}`)
     process.exitCode = 1
@@ -225,3 +286,4 @@ try {
     process.exitCode = 1
   }
 }
+if (endWhenDone) process.stdout.write('', () => process.exit())

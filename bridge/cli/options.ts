@@ -3,7 +3,7 @@
  * values settings.ts does not read. Commands take them one by one or by group.
  */
 import { Option, type Command } from 'commander'
-import { ToolbridgeError } from '../../shared/errors.ts'
+import { UsageError } from '../../shared/errors.ts'
 import { QUEUE_STYLES } from '../../shared/queues.ts'
 import { INVOKERS, PULSAR_CLIENTS } from '../project/settings.ts'
 import type { McpEndpoint } from '../project/descriptors.ts'
@@ -51,7 +51,7 @@ export const timeoutOption = (what: string, defaultSeconds: number) =>
 
 export function timeoutMs(value: string): number {
   const seconds = Number(value)
-  if (!(seconds > 0)) throw new ToolbridgeError('config', `--timeout: "${value}" must be a positive number of seconds`)
+  if (!(seconds > 0)) throw new UsageError('--timeout', `"${value}" must be a positive number of seconds`)
   return seconds * 1000
 }
 
@@ -62,8 +62,8 @@ export function mcpEndpoint(url: string | undefined, token: string | undefined):
   try {
     parsed = new URL(url)
   } catch {
-    throw new ToolbridgeError('config', `--mcp-url: "${url}" is not a URL, e.g. http://toolbridge:8080/mcp`)
+    throw new UsageError('--mcp-url', `"${url}" is not a URL, e.g. http://toolbridge:8080/mcp`)
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ToolbridgeError('config', `--mcp-url: "${url}" must be an http:// or https:// URL`)
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError('--mcp-url', `"${url}" must be an http:// or https:// URL`)
   return token ? { url, authToken: token } : { url }
 }

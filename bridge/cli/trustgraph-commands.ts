@@ -11,7 +11,7 @@ import { ToolbridgeError } from '../../shared/errors.ts'
 import type { QueueStyle } from '../../shared/queues.ts'
 import { ConfigClient } from '../trustgraph/config-client.ts'
 import { resolveSettings, type SettingFlags, type Settings } from '../project/settings.ts'
-import { register, registrationItems, unregister, type RegistrationOptions } from '../trustgraph/registration.ts'
+import { register, registrationItems, registrationKeys, unregister, type RegistrationOptions } from '../trustgraph/registration.ts'
 import { redact } from '../transports/redact.ts'
 import type { Transport } from '../transports/transport.ts'
 import { addBrokerOptions, addInvokerOptions, mcpEndpoint, mcpTokenOption, mcpUrlOption, queuesOption, timeoutMs, timeoutOption, workspaceOption } from './options.ts'
@@ -84,22 +84,29 @@ export function addTrustgraphCommands(program: Command): void {
       }
     })
 
-  registration('unregister', "delete from TrustGraph's configuration service what register puts there").action(async (flags: RegisterFlags) => {
-    const { project, settings, options } = await prepare(flags)
-    const broker = configServiceBroker(settings)
-    const timeout = timeoutMs(flags.timeout)
-    const { connectBroker } = await import('./connect.ts')
-    const transport = await connectBroker(broker, settings.pulsar)
-    const client = new ConfigClient(transport, { timeoutMs: timeout })
-    try {
-      await client.start()
-      const keys = await unregister(client, project.services, options)
-      console.log(`toolbridge: deleted ${keys.length} config items from workspace "${options.workspace}" on ${redact(broker)}`)
-    } finally {
-      await client.close()
-      await transport.close()
-    }
-  })
+  registration('unregister', "delete from TrustGraph's configuration service what register puts there (MCP entries too, without --mcp-url)")
+    .option('--dry-run', 'print the keys it would delete instead of deleting them')
+    .action(async (flags: RegisterFlags) => {
+      const { project, settings, options } = await prepare(flags)
+      if (flags.dryRun) {
+        console.log(JSON.stringify({ operation: 'delete', workspace: options.workspace, keys: registrationKeys(project.services) }, null, 2))
+        return
+      }
+      const broker = configServiceBroker(settings)
+      const timeout = timeoutMs(flags.timeout)
+      const { connectBroker } = await import('./connect.ts')
+      const transport = await connectBroker(broker, settings.pulsar)
+      const client = new ConfigClient(transport, { timeoutMs: timeout })
+      try {
+        await client.start()
+        const keys = await unregister(client, project.services, options)
+        const which = keys.length === 0 ? ' (none was there)' : `: ${keys.map((k) => `${k.type}/${k.key}`).join(', ')}`
+        console.log(`toolbridge: deleted ${keys.length} config items from workspace "${options.workspace}" on ${redact(broker)}${which}`)
+      } finally {
+        await client.close()
+        await transport.close()
+      }
+    })
 
   addInvokerOptions(addBrokerOptions(program.command('mcp').description('serve every tool as an MCP server on stdin/stdout, calling it through the broker'))).action(
     async (flags: SettingFlags) => {

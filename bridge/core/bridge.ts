@@ -147,8 +147,10 @@ export function createBridge(options: BridgeOptions): Bridge {
       if (outcome.ok) unloadable.delete(spec.id)
       if (settled) return
       if (!outcome.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: outcome.kind }, outcome.message)
-      await responder.finish(outcome.ok || !scrub ? outcome : { ...outcome, message: scrub(outcome.message) })
-      metrics.answered(taken.tool, outcome.ok ? undefined : outcome.kind, (performance.now() - started) / 1000)
+      const sent = await responder.finish(outcome.ok || !scrub ? outcome : { ...outcome, message: scrub(outcome.message) })
+      // A `single` answer too large for one message went out as an error.
+      if (outcome.ok && !sent.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: sent.kind }, sent.message)
+      metrics.answered(taken.tool, sent.ok ? undefined : sent.kind, (performance.now() - started) / 1000)
       settle('ack')
     } catch (err) {
       if (isToolbridgeError(err) && !err.retriable) {

@@ -20,8 +20,12 @@ export type Publish = (body: Uint8Array) => Promise<void>
 export interface Responder {
   /** A streamed chunk from the function, in order. */
   chunk(text: string): void
-  /** Publishes what is left, ending with `end_of_stream: true`. Rejects if publishing failed. */
-  finish(outcome: Outcome): Promise<void>
+  /**
+   * Publishes what is left, ending with `end_of_stream: true`, and resolves
+   * with the outcome sent: a `single` answer too large for one message goes
+   * out as a `too-large` error instead. Rejects if publishing failed.
+   */
+  finish(outcome: Outcome): Promise<Outcome>
 }
 
 /** Bytes of a response around its `response` text. */
@@ -83,20 +87,25 @@ function singleResponder(publish: Publish, maxBodyBytes: number): Responder {
   return {
     chunk: (text) => void chunks.push(text),
     async finish(outcome) {
-      if (!outcome.ok) return send(publish, boundedErrorResponse(outcome.kind, outcome.message, maxBodyBytes))
+      if (!outcome.ok) {
+        await send(publish, boundedErrorResponse(outcome.kind, outcome.message, maxBodyBytes))
+        return outcome
+      }
       chunks.push(outcome.text)
       const body = encodeResponse(finalResponse(chunks.join('')))
       if (body.byteLength > maxBodyBytes) {
-        return send(
-          publish,
-          errorResponse(
-            'too-large',
+        const tooLarge: Outcome = {
+          ok: false,
+          kind: 'too-large',
+          message:
             `response of ${body.byteLength} bytes is over the broker's message limit of ${maxBodyBytes} bytes; ` +
-              'set "response: stream" on the tool service to send it in chunks',
-          ),
-        )
+            'set "response: stream" on the tool service to send it in chunks',
+        }
+        await send(publish, errorResponse(tooLarge.kind, tooLarge.message))
+        return tooLarge
       }
-      return publish(body)
+      await publish(body)
+      return outcome
     },
   }
 }
@@ -123,6 +132,7 @@ function streamResponder(publish: Publish, maxBodyBytes: number): Responder {
         enqueue(finalResponse(''))
       }
       await tail
+      return outcome
     },
   }
 }

@@ -21,7 +21,7 @@ import type { AddressInfo } from 'node:net'
 import { DEFAULT_GATEWAY_MAX_IN_FLIGHT } from '../project/settings.ts'
 import { toolDescriptor } from '../project/descriptors.ts'
 import type { ToolServiceSpec } from '../project/tool-services.ts'
-import { isRecord, isToolbridgeError, messageOf } from '../../shared/errors.ts'
+import { isRecord, isToolbridgeError, messageOf, ToolbridgeError } from '../../shared/errors.ts'
 import { ToolCallError, ToolCallTimeoutError } from '../trustgraph/request-client.ts'
 import { CallerGoneError, gatedCaller, InFlightCap } from './admission.ts'
 import { bearerMatches } from './bearer.ts'
@@ -62,11 +62,21 @@ export interface Gateway {
   readonly url: string
   /** Calls being answered now (each holds one of `maxInFlight`). */
   readonly inFlight: number
-  close(): Promise<void>
+  /** Shutting down: new calls get 503 `unavailable` with Retry-After; calls in flight go on. */
+  drain(): void
+  /**
+   * Stops listening and ends the connections once the calls in flight are
+   * answered; with `abandonAfterMs`, calls still unanswered by then get an
+   * `unavailable` error instead (their requests were handed back to the broker).
+   */
+  close(options?: { abandonAfterMs?: number }): Promise<void>
 }
 
 /** A whole request, headers and body, must arrive within this (Node's default is 300 s). */
 const REQUEST_TIMEOUT_MS = 60_000
+
+/** What a caller refused during shutdown is told to wait before trying again (another replica may answer). */
+const RETRY_LATER = { 'retry-after': '1' }
 
 /** Status for an error answered before any chunk was sent. */
 const STATUS_BY_ERROR_TYPE: Record<string, number> = {
@@ -83,17 +93,25 @@ function callError(err: unknown): { type: string; message: string } {
   return { type: err instanceof ToolCallTimeoutError ? 'timeout' : 'unavailable', message: bounded(messageOf(err)) }
 }
 
+const abandonedError = () => new ToolbridgeError('unavailable', 'toolbridge stopped before this call was answered: try again', { retriable: true })
+
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const { services, transport } = options
   const logger = options.logger ?? silentLogger
   const caller = gatedCaller(createToolCaller(services, transport))
   const { tools } = caller
+  /** Aborted by close() for the calls it stops waiting for. */
+  const abandon = new AbortController()
   // The MCP SDK is loaded on the first /mcp request: a bridge only called on /tools or the broker never pays for it.
   let mcpModule: Promise<typeof import('./mcp.ts')> | undefined
   const loadMcp = () => (mcpModule ??= import('./mcp.ts'))
   let mcpHandler: ReturnType<typeof import('./mcp.ts').mcpHttpHandler> | undefined
   const mcp = async (req: IncomingMessage, res: ServerResponse) => {
-    mcpHandler ??= (await loadMcp()).mcpHttpHandler(caller, { maxBodyBytes: transport.maxMessageBytes })
+    // MCP tool calls are given up with the others: their result says so, as an error.
+    mcpHandler ??= (await loadMcp()).mcpHttpHandler(
+      { ...caller, call: (...args) => untilAbandoned(caller.call(...args)) },
+      { maxBodyBytes: transport.maxMessageBytes },
+    )
     return mcpHandler(req, res)
   }
   const cap = new InFlightCap(options.maxInFlight ?? DEFAULT_GATEWAY_MAX_IN_FLIGHT)
@@ -107,6 +125,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   await checkExposure(options.host, tokens, options.allowUnauthenticated ?? false)
   /** Calls being answered: close() lets them finish. */
   const active = new Set<Promise<void>>()
+  let draining = false
 
   async function callTool(name: string, req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
     if (!tools.has(name)) throw new HttpError(404, `unknown tool "${bounded(name, 200)}"; GET /tools lists them`)
@@ -117,14 +136,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     if (!isRecord(args)) throw new HttpError(400, '"arguments" must be an object')
     if (body.user !== undefined && typeof body.user !== 'string') throw new HttpError(400, '"user" must be a string')
 
-    const abandon = new AbortController() // the client stopped reading: drop the rest of the stream
-    const answer = new NdjsonAnswer(res, () => abandon.abort())
+    const stopReading = new AbortController() // the client stopped reading: drop the rest of the stream
+    const answer = new NdjsonAnswer(res, () => stopReading.abort())
     try {
       // Only a streaming service sends chunks; a single answer is just the final line.
-      const response = await caller.call(
-        name,
-        { user: body.user as string | undefined, arguments: args },
-        { onChunk: (chunk) => answer.chunk(chunk), signal: AbortSignal.any([signal, abandon.signal]) },
+      const response = await untilAbandoned(
+        caller.call(
+          name,
+          { user: body.user as string | undefined, arguments: args },
+          { onChunk: (chunk) => answer.chunk(chunk), signal: AbortSignal.any([signal, stopReading.signal]) },
+        ),
       )
       answer.end({ response })
     } catch (err) {
@@ -135,6 +156,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       if (isToolbridgeError(err) && err.retriable) return sendJson(res, 503, { error }, { 'retry-after': '1' })
       sendJson(res, STATUS_BY_ERROR_TYPE[error.type] ?? 502, { error })
     }
+  }
+
+  /** The call's answer, or an `unavailable` error once close() stops waiting for it. */
+  function untilAbandoned(call: Promise<string>): Promise<string> {
+    if (abandon.signal.aborted) return Promise.reject(abandonedError())
+    return new Promise((resolve, reject) => {
+      const onAbandon = () => reject(abandonedError())
+      abandon.signal.addEventListener('abort', onAbandon, { once: true })
+      call.then(resolve, reject).finally(() => abandon.signal.removeEventListener('abort', onAbandon))
+    })
   }
 
   /** The endpoints that run tools: Host, Origin and token checked, then one slot of the cap per call. */
@@ -152,6 +183,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return sendJson(res, 200, { tools: [...tools.values()].map(({ spec, tool }) => toolDescriptor(spec, tool)) })
     }
     if (path === '/tools' && req.method !== 'POST') throw new HttpError(405, `no route for ${req.method} /tools/${tool}`)
+    if (draining) {
+      const message = 'toolbridge is shutting down: try again shortly (another replica may answer)'
+      if (path === '/mcp') return (await loadMcp()).jsonRpcError(res, 503, message, RETRY_LATER)
+      return sendJson(res, 503, { error: { type: 'unavailable', message } }, RETRY_LATER)
+    }
     const release = cap.enter()
     // A caller that goes away frees its slot at once; a call it left waiting is never sent (admission.ts).
     const gone = new AbortController()
@@ -205,10 +241,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   })
   // Each connection costs a socket and its buffers even before it sends anything.
   server.maxConnections = Math.max(1024, 2 * cap.max)
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(options.port, options.host, resolve)
-  })
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(options.port, options.host, resolve)
+    })
+  } catch (err) {
+    await caller.close()
+    if (isRecord(err) && err.code === 'EADDRINUSE') {
+      throw new ToolbridgeError('config', `HTTP port ${options.host}:${options.port} is already in use (another toolbridge start?): choose another with --port, or --port off`)
+    }
+    throw err
+  }
   const address = server.address() as AddressInfo
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
   return {
@@ -216,9 +260,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     get inFlight() {
       return cap.inFlight
     },
-    async close() {
+    drain() {
+      draining = true
+    },
+    async close({ abandonAfterMs }: { abandonAfterMs?: number } = {}) {
+      draining = true
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
-      await Promise.allSettled(active) // calls in flight get their answers (each is bounded by its timeout)
+      // Calls in flight get their answers (each is bounded by its timeout), or an error once abandoned.
+      const timer = abandonAfterMs === undefined ? undefined : setTimeout(() => abandon.abort(), abandonAfterMs)
+      await Promise.allSettled(active)
+      clearTimeout(timer)
       server.closeAllConnections()
       await closed
       await caller.close()

@@ -6,6 +6,7 @@
  */
 import { GetFunctionCommand, LambdaClient, type LambdaClientConfig } from '@aws-sdk/client-lambda'
 import type { LambdaSettings } from '../project/settings.ts'
+import { isRecord } from '../../shared/errors.ts'
 
 export interface FunctionState {
   ok: boolean
@@ -73,6 +74,10 @@ export async function functionState(client: LambdaClient, name: string): Promise
     const where = await client.config.region().catch(() => 'no region')
     if (err.name === 'ResourceNotFoundException') return { ok: false, detail: `missing: no function "${name}" in ${where}` }
     if (err.name === 'AccessDeniedException') return { ok: false, detail: `cannot tell: not allowed to call GetFunction (lambda:GetFunction): ${err.message}` }
+    // serverless-offline serves Invoke only: nothing to look the function up with, short of calling it.
+    if (isRecord(err) && isRecord(err.$metadata) && err.$metadata.httpStatusCode === 404) {
+      return { ok: true, detail: 'not checked: this Lambda endpoint has no GetFunction API (serverless-offline has none); the first call will tell' }
+    }
     return { ok: false, detail: `cannot tell: ${err.name}: ${err.message.split('\n')[0]}` }
   }
 }

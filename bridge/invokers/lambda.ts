@@ -75,6 +75,10 @@ function classify(error: unknown): Failure {
   const name = error instanceof Error ? error.name : 'Error'
   const message = error instanceof Error ? error.message.split('\n')[0]! : String(error)
   const status = httpStatus(error)
+  // The SDK could not even sign the call: the bridge's AWS settings are missing, and trying again will not find them.
+  if (status === undefined && isMissingAwsSetting(name, message)) {
+    return { type: 'final', kind: 'unavailable', message: `the bridge's AWS configuration is incomplete: ${message} (set AWS_REGION and credentials, or --lambda-endpoint for a local Lambda)` }
+  }
   if (status === undefined) return { type: 'network', message } // no HTTP answer: refused, reset, DNS, a stream cut short
   if (status === 429 || name === 'TooManyRequestsException') {
     const seconds = Number((error as { retryAfterSeconds?: unknown }).retryAfterSeconds) // a string: it comes from a header
@@ -85,6 +89,9 @@ function classify(error: unknown): Failure {
   const kind = status === 413 || name === 'RequestTooLargeException' ? 'too-large' : 'unavailable'
   return { type: 'final', kind, message: `${name}: ${message}` }
 }
+
+/** No region (or an empty one), or no credentials anywhere in the chain: what the SDK throws before it sends anything. */
+const isMissingAwsSetting = (name: string, message: string) => name === 'CredentialsProviderError' || /^Region (is missing|not accepted)/.test(message)
 
 /** A 404 that is not about the function: the endpoint does not have the API at all. */
 const isMissingApi = (error: unknown) =>

@@ -30,10 +30,22 @@ export function loadProject(path: string): Project {
   try {
     doc = parseYaml(text)
   } catch (err) {
-    if (err instanceof YAMLParseError) throw new ConfigError(path, `invalid YAML: ${err.message.split('\n')[0]}`)
+    if (err instanceof YAMLParseError) throw new ConfigError(path, `invalid YAML: ${oneLine(err.message)}`)
     throw err
   }
   const services = readToolServices(doc)
   if (services.length === 0) throw new ConfigError(path, 'no function has a "toolService:" block')
   return { baseDir: dirname(file), services }
+}
+
+/**
+ * A YAML parser's message in one line, the line at fault quoted: its first line ends in a colon
+ * before a quoted excerpt, whose line under the caret is the one at fault.
+ */
+function oneLine(message: string): string {
+  const lines = message.split('\n')
+  const caret = lines.findIndex((line) => /^\s*\^+\s*$/.test(line))
+  const culprit = caret > 0 ? lines[caret - 1]!.trim() : ''
+  const first = lines[0]!.replace(/:\s*$/, '')
+  return culprit === '' ? first : `${first}: "${culprit}"`
 }

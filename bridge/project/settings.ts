@@ -3,7 +3,7 @@
  * reads process.env for settings (project.ts reads serverless.yml).
  */
 import { DEFAULT_WORKSPACE } from '../../shared/config-protocol.ts'
-import { ConfigError } from '../../shared/errors.ts'
+import { ConfigError, UsageError } from '../../shared/errors.ts'
 import type { ToolServiceSpec } from './tool-services.ts'
 import { LOG_LEVELS, type LogLevel } from '../support/logger.ts'
 
@@ -125,14 +125,14 @@ export type Env = Record<string, string | undefined>
 
 function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
   if (!(allowed as readonly string[]).includes(value)) {
-    throw new ConfigError(flag, `"${value}" must be one of ${allowed.join(', ')}`)
+    throw new UsageError(flag, `"${value}" must be one of ${allowed.join(', ')}`)
   }
   return value as T
 }
 
 function integer(flag: string, value: string, min: number, max: number): number {
   const n = Number(value)
-  if (!/^\d+$/.test(value) || n < min || n > max) throw new ConfigError(flag, `"${value}" must be an integer from ${min} to ${max}`)
+  if (!/^\d+$/.test(value) || n < min || n > max) throw new UsageError(flag, `"${value}" must be an integer from ${min} to ${max}`)
   return n
 }
 
@@ -141,9 +141,9 @@ function httpUrl(flag: string, value: string): string {
   try {
     url = new URL(value)
   } catch {
-    throw new ConfigError(flag, `"${value}" is not a URL, e.g. http://localhost:3002`)
+    throw new UsageError(flag, `"${value}" is not a URL, e.g. http://localhost:3002`)
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(flag, `"${value}" must be an http:// or https:// URL`)
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(flag, `"${value}" must be an http:// or https:// URL`)
   return value
 }
 
@@ -232,8 +232,18 @@ export function resolveSettings(flags: SettingFlags, env: Env = process.env, { g
   }
 }
 
+/** `start --register`: whether to register once serving, and how long to wait for the configuration service. */
+export function resolveRegistration(flags: { register?: boolean; timeout?: string }, env: Env = process.env): { register: boolean; timeoutMs: number } {
+  const timeout = flags.timeout ?? env.TOOLBRIDGE_REGISTER_TIMEOUT
+  const seconds = timeout === undefined ? DEFAULT_REGISTER_TIMEOUT_SECONDS : Number(timeout)
+  if (!(seconds > 0)) throw new UsageError('--timeout', `"${timeout}" must be a positive number of seconds`)
+  return { register: flags.register ?? (env.TOOLBRIDGE_REGISTER === '1' || env.TOOLBRIDGE_REGISTER === 'true'), timeoutMs: seconds * 1000 }
+}
+
+export const DEFAULT_REGISTER_TIMEOUT_SECONDS = 60
+
 function nonEmpty(flag: string, value: string): string {
-  if (value.trim() === '') throw new ConfigError(flag, 'must not be empty')
+  if (value.trim() === '') throw new UsageError(flag, 'must not be empty')
   return value
 }
 

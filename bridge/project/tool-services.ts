@@ -193,7 +193,8 @@ function schemaMessage(error: ErrorObject): string {
 /** Reads every function's `toolService:` block; throws a ConfigError naming the bad field. */
 export function readToolServices(serverless: unknown): ToolServiceSpec[] {
   if (!isRecord(serverless)) throw new ConfigError('serverless.yml', 'must be a YAML mapping')
-  const functions = serverless.functions
+  // A serverless.yml with only `custom.toolServices` may leave `functions:` out.
+  const functions = serverless.functions ?? {}
   if (!isRecord(functions)) throw new ConfigError('functions', 'must be a mapping of function names to functions')
   // Lambda's own timeout and memory: the function's, else the provider's.
   const provider = isRecord(serverless.provider) ? serverless.provider : {}

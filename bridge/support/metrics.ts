@@ -13,6 +13,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { ErrorKind } from '../../shared/errors.ts'
+import { wireErrorType } from '../../shared/protocol.ts'
 
 /** What the bridge reports about one service. `tool` is '' when a request's tool cannot be told. */
 export interface ServiceMetrics {
@@ -59,7 +60,7 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
   })
   const errors = new Counter({
     name: 'toolbridge_errors_total',
-    help: 'Error answers, by wire error kind',
+    help: 'Error answers, by the error.type they carry on the wire',
     labelNames: ['service', 'tool', 'kind'] as const,
     registers,
   })
@@ -136,7 +137,8 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
           trustgraph.inc()
         } else {
           t.error.inc()
-          errors.labels(service, tool, errorKind).inc()
+          // Labelled as callers see it: a crash and a thrown error are both `tool-service-error`.
+          errors.labels(service, tool, wireErrorType(errorKind)).inc()
         }
       },
       chunkPublished: () => serviceChunks.inc(),

@@ -42,9 +42,17 @@ export async function register(client: ConfigClient, specs: ToolServiceSpec[], o
   return items
 }
 
-/** Deletes what register() puts (the same options name the same keys). */
-export async function unregister(client: ConfigClient, specs: ToolServiceSpec[], options: RegistrationOptions): Promise<ConfigKey[]> {
-  const keys = registrationItems(specs, options).map(({ type, key }) => ({ type, key }))
-  await client.delete(options.workspace, keys)
-  return keys
+/** Every key register() can write for these services, MCP entries included whether or not it was given an endpoint. */
+export function registrationKeys(specs: ToolServiceSpec[]): ConfigKey[] {
+  // Keys do not depend on the endpoint's URL: any stands for the one register was given.
+  return registrationItems(specs, { mcp: { url: 'http://toolbridge/mcp' } }).map(({ type, key }) => ({ type, key }))
+}
+
+/** Deletes what register() put, with or without an MCP endpoint; resolves with the keys that were there. */
+export async function unregister(client: ConfigClient, specs: ToolServiceSpec[], options: Pick<RegistrationOptions, 'workspace'>): Promise<ConfigKey[]> {
+  const keys = registrationKeys(specs)
+  const values = await client.get(options.workspace, keys)
+  const present = keys.filter((_, i) => values[i] !== null && values[i] !== undefined)
+  if (present.length > 0) await client.delete(options.workspace, present)
+  return present
 }
