@@ -29,7 +29,8 @@
  * port for every command (toolbridge start listens there, toolbridge invoke
  * looks for a bridge there) and writes that port wherever a command says
  * 8080, so whatever runs on this machine's 8080 is never called.
- * `npx toolbridge` runs this checkout's command (bridge/cli/main.ts) through a
+ * `npx toolbridge` runs this checkout's command (node_modules/.bin/toolbridge, which
+ * `npm ci` links to it) through a
  * stand-in `npx` first on PATH; any other use of npx fails rather than reach
  * a registry. TOOLBRIDGE_* variables of the environment the tests run in are
  * left out.
@@ -137,7 +138,7 @@ describe('README.md, run', () => {
     mkdirSync(bin)
     writeFileSync(
       join(bin, 'npx'),
-      `#!/bin/sh\nif [ "$1" = toolbridge ]; then shift; exec "${process.execPath}" "${join(ROOT, 'bridge/cli/main.ts')}" "$@"; fi\necho "the README runner runs only npx toolbridge, not npx $*" >&2\nexit 127\n`,
+      `#!/bin/sh\nif [ "$1" = toolbridge ]; then shift; exec "${join(ROOT, 'node_modules/.bin/toolbridge')}" "$@"; fi\necho "the README runner runs only npx toolbridge, not npx $*" >&2\nexit 127\n`,
     )
     chmodSync(join(bin, 'npx'), 0o755)
     env = {
