@@ -171,6 +171,11 @@ describe('the package', () => {
     expect(statSync(tarball).size).toBeLessThan(1024 * 1024)
   })
 
+  it("says the package's version from its installed command", async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
+    expect(await succeed(bin(project, 'toolbridge'), ['--version'], project)).toBe(`${version}\n`)
+  })
+
   it('is installed from the tarball, not linked to this clone', () => {
     const installed = realpathSync(join(project, 'node_modules', 'toolbridge'))
     expect(installed.startsWith(realpathSync(ROOT))).toBe(false)
@@ -239,7 +244,7 @@ describe('a project made with toolbridge init', () => {
       expect(answer).toBe('Hello, Ada!\n')
       const refused = await runCommand(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--url', url], project)
       expect(refused.code).toBe(1)
-      expect(refused.stderr).toMatch(/^error: invalid-arguments: .*"name"/)
+      expect(refused.stderr).toMatch(/^error: invalid-arguments: .*"name"/m)
     } finally {
       child.kill('SIGTERM')
       await exited
