@@ -3,12 +3,13 @@
  * installed into a fresh folder under the system temp folder (outside the
  * clone, so nothing resolves to the clone's sources or node_modules), a
  * project made with `toolbridge init`, then its own tools run against the
- * installed package: tsc, vitest, start + invoke, descriptors, `sls package`.
+ * installed package: tsc, vitest, start + invoke, descriptors, `sls package`,
+ * and, when RabbitMQ and TrustGraph's Python packages are here, the project
+ * served on RabbitMQ by the package's `toolbridge start` and called by
+ * TrustGraph's own client and by the package's `toolbridge invoke --broker`.
  *
  * The packing and the installs happen once, in beforeAll; the npm registry
  * is reached for the project's dependencies (the npm cache is preferred).
- * TrustGraph's own client calling the scaffolded tool over RabbitMQ is not
- * here: broker tests run in the broker test files.
  */
 import { execFile, spawn } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
@@ -16,6 +17,8 @@ import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { RABBITMQ_INSTALL, rabbitmqInstalled, startRabbitmq, type RabbitBroker } from './support/rabbitmq.ts'
+import { TRUSTGRAPH_INSTALL, trustgraphClientCalls, trustgraphInstalled } from './support/trustgraph.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 /** A fail-safe against a hung child (installs are slow on a busy machine), not a limit on how fast it must be. */
@@ -59,6 +62,40 @@ async function succeed(command: string, args: string[], cwd: string, timeout?: n
   const result = await runCommand(command, args, cwd, timeout)
   if (result.code !== 0) throw new Error(`${command} ${args.join(' ')} in ${cwd} exited ${result.code}:\n${result.stdout}\n${result.stderr}`)
   return result.stdout
+}
+
+/** A running `toolbridge start`, and what its output said once it was serving. */
+interface Serving<T> {
+  ready: T
+  output: () => string
+  stop(): Promise<void>
+}
+
+/** Runs the project's `toolbridge start` until `ready` finds what it waits for in its output (stdout and stderr). */
+async function serve<T>(project: string, args: string[], ready: (output: string) => T | undefined): Promise<Serving<T>> {
+  const child = spawn(bin(project, 'toolbridge'), ['start', ...args], { cwd: project, env: strangerEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  const stop = async () => {
+    child.kill('SIGTERM')
+    await exited
+  }
+  try {
+    const found = await new Promise<T>((resolve, reject) => {
+      const read = (text: Buffer) => {
+        output += text.toString()
+        const value = ready(output)
+        if (value !== undefined) resolve(value)
+      }
+      child.stdout.on('data', read)
+      child.stderr.on('data', read)
+      void exited.then((code) => reject(new Error(`toolbridge start exited (${code}) before serving:\n${output}`)))
+    })
+    return { ready: found, output: () => output, stop }
+  } catch (err) {
+    await stop()
+    throw err
+  }
 }
 
 const bin = (project: string, name: string) => join(project, 'node_modules', '.bin', name)
@@ -171,6 +208,11 @@ describe('the package', () => {
     expect(statSync(tarball).size).toBeLessThan(1024 * 1024)
   })
 
+  it("says the package's version from its installed command", async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
+    expect(await succeed(bin(project, 'toolbridge'), ['--version'], project)).toBe(`${version}\n`)
+  })
+
   it('is installed from the tarball, not linked to this clone', () => {
     const installed = realpathSync(join(project, 'node_modules', 'toolbridge'))
     expect(installed.startsWith(realpathSync(ROOT))).toBe(false)
@@ -218,31 +260,23 @@ describe('a project made with toolbridge init', () => {
   })
 
   it('serves its tool with toolbridge start (worker threads), registers it, and answers toolbridge invoke --url', async () => {
-    const child = spawn(bin(project, 'toolbridge'), ['start', '--port', '0', '--log-level', 'warn', '--register'], { cwd: project, env: strangerEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
-    let output = ''
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    const serving = await serve(project, ['--port', '0', '--log-level', 'warn', '--register'], (output) => {
+      const match = /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools\b/m.exec(output)
+      // --register: with the embedded configuration service, once the tools are registered.
+      return match?.[1] && output.includes('registered') ? match[1] : undefined
+    })
+    const url = serving.ready
+    const output = serving.output()
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        const read = (text: Buffer) => {
-          output += text.toString()
-          const match = /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools\b/m.exec(output)
-          // --register: with the embedded configuration service, once the tools are registered.
-          if (match?.[1] && output.includes('registered')) resolve(match[1])
-        }
-        child.stdout.on('data', read)
-        child.stderr.on('data', read)
-        void exited.then((code) => reject(new Error(`toolbridge start exited (${code}) before serving:\n${output}`)))
-      })
       expect(output).toContain('hello-service')
       expect(output).toMatch(/registered \d+ config items in workspace "default": .*tool-service\/hello-service.*tool\/say-hello/)
       const answer = await succeed(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--arg', 'name=Ada', '--url', url], project)
       expect(answer).toBe('Hello, Ada!\n')
       const refused = await runCommand(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--url', url], project)
       expect(refused.code).toBe(1)
-      expect(refused.stderr).toMatch(/^error: invalid-arguments: .*"name"/)
+      expect(refused.stderr).toMatch(/^error: invalid-arguments: .*"name"/m)
     } finally {
-      child.kill('SIGTERM')
-      await exited
+      await serving.stop()
     }
   })
 
@@ -276,6 +310,52 @@ describe('a project made with toolbridge init', () => {
     await succeed(bin(project, 'tsc'), ['--noEmit'], project)
     const answer = await succeed(bin(project, 'toolbridge'), ['invoke', 'weather', '--arg', 'input=Oslo', '--invoker', 'local'], project)
     expect(answer).toBe('weather got: Oslo\n')
+  })
+})
+
+const interopReady = rabbitmqInstalled() && trustgraphInstalled()
+if (!interopReady) console.log(`skipping the package on RabbitMQ: needs rabbitmq-server (${RABBITMQ_INSTALL}) and TrustGraph's packages (${TRUSTGRAPH_INSTALL})`)
+
+describe.skipIf(!interopReady)("a project made with toolbridge init, on RabbitMQ with TrustGraph's own client", () => {
+  let broker: RabbitBroker
+  /** The scaffolded serverless.yml with a topic of this run's own, so no other test's requests reach it. */
+  let config: string
+  const topic = `package-hello-${process.pid}`
+  let serving: Serving<{ requestQueue: string; responseQueue: string }>
+
+  beforeAll(async () => {
+    broker = await startRabbitmq()
+    config = join(project, 'serverless.rabbitmq.yml')
+    const scaffolded = readFileSync(join(project, 'serverless.yml'), 'utf8')
+    expect(scaffolded).toContain('      topic: hello\n')
+    writeFileSync(config, scaffolded.replace('      topic: hello\n', `      topic: ${topic}\n`))
+    serving = await serve(project, ['-c', config, '--broker', broker.url, '--port', 'off', '--log-level', 'warn'], (output) => {
+      // Printed once the request queues are bound.
+      const match = /^ {2}hello-service \(.*\): (\S+) -> (\S+) {2}tools: say-hello/m.exec(output)
+      return match?.[1] && match[2] ? { requestQueue: match[1], responseQueue: match[2] } : undefined
+    })
+  }, 2 * CHILD_TIMEOUT_MS)
+  afterAll(async () => {
+    await serving?.stop()
+    await broker?.stop()
+  })
+
+  it('is served by toolbridge start --broker on the queues TrustGraph names after its topic', () => {
+    expect(serving.output()).toMatch(/^toolbridge: serving on amqp:\/\/guest:\S*@127\.0\.0\.1:5672\/ with the local invoker$/m)
+    expect(serving.ready).toEqual({ requestQueue: `request:tg:${topic}`, responseQueue: `response:tg:${topic}` })
+  })
+
+  it("answers TrustGraph's own RequestResponseClient: a greeting, and a missing argument as an error", async () => {
+    const [greeting, missing] = await trustgraphClientCalls(serving.ready, [{ arguments: { name: 'Ada' } }, { arguments: {} }])
+    expect(greeting).toStrictEqual({ response: 'Hello, Ada!', error: null, messages: 1 })
+    expect(missing?.error?.type).toBe('invalid-arguments')
+    expect(missing?.error?.message).toContain('"name"')
+  })
+
+  it('answers toolbridge invoke --broker from the package', async () => {
+    const call = await runCommand(bin(project, 'toolbridge'), ['-c', config, 'invoke', 'say-hello', '--arg', 'name=Grace', '--broker', broker.url], project)
+    expect(call).toMatchObject({ code: 0, stdout: 'Hello, Grace!\n' })
+    expect(call.stderr).toMatch(/^toolbridge: via amqp:\/\//m)
   })
 })
 

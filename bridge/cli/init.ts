@@ -11,15 +11,13 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join, relative, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { isMap, isScalar, parseDocument } from 'yaml'
 import { isRecord, ToolbridgeError } from '../../shared/errors.ts'
+import { PACKAGE_ROOT } from './package-root.ts'
 import { TEMPLATES, type TemplateName } from './template-names.ts'
 
 export type Language = 'ts' | 'js'
 
-/** The package root: two folders up from bridge/cli/ in the clone, three from dist/bridge/cli/ in the package. */
-const PACKAGE_ROOT = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../../' : '../../../', import.meta.url))
 const TEMPLATES_DIR = join(PACKAGE_ROOT, 'templates')
 
 /** What a template's tool is called with in its README's example. */

@@ -4,6 +4,7 @@
  * print their TrustGraph descriptors.
  */
 import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { Command, CommanderError, Option } from 'commander'
 import { isRecord, messageOf, ToolbridgeError, UsageError } from '../../shared/errors.ts'
 import type { QueueStyle } from '../../shared/queues.ts'
@@ -34,13 +35,14 @@ import {
 } from './options.ts'
 import { addTrustgraphCommands, registerOn } from './trustgraph-commands.ts'
 import { addScaffoldCommands } from './scaffold-commands.ts'
+import { PACKAGE_ROOT } from './package-root.ts'
 
 // What a command needs beyond its options is imported when it runs: `--help`
 // and the commands that only read serverless.yml never load a broker client,
 // the bridge, the HTTP gateway or the AWS SDK.
 const loadProject = async (file: string) => (await import('../project/project.ts')).loadProject(file)
 
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }
 
 const program = new Command('toolbridge')
   .description('Run agent tools as Lambda-style functions behind TrustGraph tool-service queues')
