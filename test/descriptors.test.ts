@@ -377,9 +377,10 @@ describe('readToolServices errors name the exact path', () => {
     )
   })
 
-  it('refuses a serverless.yml without functions', () => {
-    expect(configError({ service: 'x' }).message).toBe(
+  it('refuses functions that are not a mapping, and takes a serverless.yml without functions (custom.toolServices only)', () => {
+    expect(configError({ service: 'x', functions: ['a'] }).message).toBe(
       'functions: must be a mapping of function names to functions',
     )
+    expect(readToolServices({ service: 'x' })).toEqual([])
   })
 })
