@@ -1,0 +1,27 @@
+/** Broker URLs in logs and errors (bridge/transports/redact.ts): no secret survives, the rest stays readable. */
+import { describe, expect, it } from 'vitest'
+import { redact } from '../bridge/transports/redact.ts'
+
+describe('redact', () => {
+  it('replaces a password and keeps the user, host and path', () => {
+    expect(redact('amqp://tg:s3cret@rabbit:5672/vhost')).toBe('amqp://tg:***@rabbit:5672/vhost')
+  })
+
+  it('replaces a user name that stands alone, where a token is often put', () => {
+    expect(redact('pulsar+ssl://eyJhbGciOi.token@pulsar:6651')).toBe('pulsar+ssl://***@pulsar:6651')
+  })
+
+  it('replaces query parameters that name a secret, and keeps the others', () => {
+    expect(redact('amqps://tg@rabbit:5671/?password=s3cret&heartbeat=10')).toBe('amqps://***@rabbit:5671/?password=***&heartbeat=10')
+    expect(redact('kafka://broker:9092?sasl_token=abc&client_id=tb')).toBe('kafka://broker:9092?sasl_token=***&client_id=tb')
+    expect(redact('pulsar://p:6650?tlsTrustCertsFilePath=/etc/ca.pem')).toBe('pulsar://p:6650?tlsTrustCertsFilePath=/etc/ca.pem')
+  })
+
+  it('leaves a URL without secrets as it is', () => {
+    expect(redact('amqp://rabbit:5672/')).toBe('amqp://rabbit:5672/')
+  })
+
+  it('still hides secrets in text that is not a URL', () => {
+    expect(redact('not a url //user:pw@host?apiKey=k')).toBe('not a url //***@host?apiKey=***')
+  })
+})
