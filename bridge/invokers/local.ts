@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { getCompileCacheDir } from 'node:module'
+import { availableParallelism } from 'node:os'
 import { setFlagsFromString } from 'node:v8'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
 import { DEFAULT_WARM_WORKERS, DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS, type WorkerPoolSettings } from '../project/settings.ts'
@@ -21,6 +22,8 @@ import { DEFAULT_MAX_STREAM_BYTES } from './run-handler.ts'
 import type { FromWorker, ToWorker, WorkerSetup } from './worker.ts'
 
 const WORKER_SCRIPT = new URL('./worker-entry.js', import.meta.url)
+/** Environments of one function starting at once. */
+const STARTING_AT_ONCE = availableParallelism()
 const MB = 1024 * 1024
 const CREDIT: ToWorker = { type: 'credit' }
 
@@ -127,7 +130,10 @@ class Environment {
  * The environments of one function, at most `max` of them, started on
  * demand: one more only while invocations wait for an environment and fewer
  * are starting than wait, and whichever environment is free first (a new one
- * or one that finished) takes the oldest waiting invocation. Idle ones are
+ * or one that finished) takes the oldest waiting invocation. Starting one is
+ * CPU work, so no more start at once than the machine has cores: more would
+ * only make each later, and a burst of short calls is often over (served by
+ * environments that freed) before they are needed. Idle ones are
  * used most recently freed first, so that the others stay idle and are ended
  * after the idle timeout; an environment running an invocation is never idle.
  */
@@ -185,7 +191,7 @@ class Pool {
   }
 
   private grow(): void {
-    while (this.starting.size < this.waiting.length && this.all.size < this.max) this.spawn()
+    while (this.starting.size < Math.min(this.waiting.length, STARTING_AT_ONCE) && this.all.size < this.max) this.spawn()
   }
 
   private spawn(): void {
@@ -194,11 +200,14 @@ class Pool {
     this.starting.add(env)
     void env.ready.then((loadError) => {
       this.starting.delete(env)
-      if (loadError === undefined) return this.release(env)
-      // The oldest waiting invocation answers the load error; without one, nobody needs it.
-      const next = this.waiting.shift()
-      if (next) next(env)
-      else this.discard(env)
+      if (loadError === undefined) this.release(env)
+      else {
+        // The oldest waiting invocation answers the load error; without one, nobody needs it.
+        const next = this.waiting.shift()
+        if (next) next(env)
+        else this.discard(env)
+      }
+      this.grow()
     })
   }
 
