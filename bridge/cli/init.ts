@@ -10,11 +10,14 @@
  * versions this package itself is tested with.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { basename, dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Option, type Command } from 'commander'
-import { isMap, isScalar, parseDocument } from 'yaml'
 import { isRecord, ToolbridgeError } from '../../shared/errors.ts'
+
+/** The yaml package, loaded when a command writes serverless.yml: this module is imported on every start of `toolbridge`, --help included. */
+const yaml = (): typeof import('yaml') => createRequire(import.meta.url)('yaml')
 
 export const TEMPLATES = ['minimal', 'streaming', 'existing-api', 'http-function'] as const
 export type TemplateName = (typeof TEMPLATES)[number]
@@ -113,7 +116,7 @@ export function addFunction(options: AddFunctionOptions): Written {
   } catch {
     throw new ToolbridgeError('config', `add function: no ${configPath} (create a project with: npx toolbridge init)`)
   }
-  const doc = parseDocument(text)
+  const doc = yaml().parseDocument(text)
   if (doc.errors.length > 0) throw new ToolbridgeError('config', `${configPath}: invalid YAML: ${doc.errors[0]?.message.split('\n')[0]}`)
   if (doc.hasIn(['functions', name])) throw new ToolbridgeError('config', `add function: ${configPath} already has a function "${name}"`)
 
@@ -128,7 +131,7 @@ export function addFunction(options: AddFunctionOptions): Written {
   const existing = [...files.keys()].filter((file) => existsSync(join(dir, file)))
   if (existing.length > 0) throw new ToolbridgeError('config', `add function: ${existing.join(', ')} already exist${existing.length === 1 ? 's' : ''} in ${dir}`)
 
-  const block: unknown = parseDocument(fill(readFileSync(join(TEMPLATES_DIR, 'function', 'function.yml'), 'utf8'))).toJS()
+  const block: unknown = yaml().parseDocument(fill(readFileSync(join(TEMPLATES_DIR, 'function', 'function.yml'), 'utf8'))).toJS()
   if (!isRecord(block)) throw new Error('templates/function/function.yml must be a mapping')
   doc.setIn(['functions', name], doc.createNode(block))
   for (const [file, fileText] of files) writeProjectFile(dir, file, fileText)
@@ -139,6 +142,7 @@ export function addFunction(options: AddFunctionOptions): Written {
 
 /** The common head of serverless.yml and a template's part: top-level keys of the part are added, or merged into a mapping of the head (custom:). */
 function joinServerlessYml(head: string, part: string): string {
+  const { isMap, isScalar, parseDocument } = yaml()
   const headDoc = parseDocument(head)
   const partDoc = parseDocument(part)
   if (!isMap(headDoc.contents) || !isMap(partDoc.contents)) throw new Error('templates: serverless.yml parts must be mappings')
