@@ -132,8 +132,11 @@ class Environment {
  * are starting than wait, and whichever environment is free first (a new one
  * or one that finished) takes the oldest waiting invocation. Starting one is
  * CPU work, so no more start at once than the machine has cores: more would
- * only make each later, and a burst of short calls is often over (served by
- * environments that freed) before they are needed. Idle ones are
+ * only make each later. And one is started only for an invocation that has
+ * waited as long as the last start took: one that an environment frees up
+ * within that time would gain nothing from a new one (the common case for
+ * short calls on a busy main thread), while a function that really holds its
+ * environments gets more after that short wait. Idle ones are
  * used most recently freed first, so that the others stay idle and are ended
  * after the idle timeout; an environment running an invocation is never idle.
  */
@@ -144,7 +147,10 @@ class Pool {
   private readonly idleSince = new WeakMap<Environment, number>()
   private readonly all = new Set<Environment>()
   private readonly starting = new Set<Environment>()
-  private readonly waiting: ((env: Environment) => void)[] = []
+  private readonly waiting: { take: (env: Environment) => void; since: number }[] = []
+  /** How long the last environment took to start, ms: how long an invocation waits before another starts for it. */
+  private patienceMs = 0
+  private growTimer: NodeJS.Timeout | undefined
   private readonly max: number
   private readonly sizing: WorkerPoolSettings
   private readonly create: (onDeath: (env: Environment) => void) => Environment
@@ -165,7 +171,7 @@ class Pool {
     const env = this.idle.pop()
     if (env) return Promise.resolve(env)
     return new Promise((resolve) => {
-      this.waiting.push(resolve)
+      this.waiting.push({ take: resolve, since: performance.now() })
       this.grow()
     })
   }
@@ -173,7 +179,7 @@ class Pool {
   release(env: Environment): void {
     if (env.dead) return
     const next = this.waiting.shift()
-    if (next) return next(env)
+    if (next) return next.take(env)
     this.idle.push(env)
     this.idleSince.set(env, performance.now())
     this.scheduleRetirement()
@@ -187,24 +193,42 @@ class Pool {
 
   async close(): Promise<void> {
     clearTimeout(this.retireTimer)
+    clearTimeout(this.growTimer)
     await Promise.all([...this.all].map((env) => env.end()))
   }
 
   private grow(): void {
-    while (this.starting.size < Math.min(this.waiting.length, STARTING_AT_ONCE) && this.all.size < this.max) this.spawn()
+    const now = performance.now()
+    // Waiters are in arrival order: those that waited long enough come first. With no environment
+    // started (all starting, or none), none can free up and every waiter is due at once.
+    const running = this.all.size > this.starting.size
+    let due = 0
+    while (due < this.waiting.length && (!running || now - (this.waiting[due]?.since ?? now) >= this.patienceMs)) due++
+    while (this.starting.size < Math.min(due, STARTING_AT_ONCE) && this.all.size < this.max) this.spawn()
+    // The others are looked at again once the oldest of them has waited long enough.
+    const next = this.waiting[due]
+    if (next && this.growTimer === undefined && this.all.size < this.max) {
+      this.growTimer = setTimeout(() => {
+        this.growTimer = undefined
+        this.grow()
+      }, next.since + this.patienceMs - now)
+    }
   }
 
   private spawn(): void {
+    const startedAt = performance.now()
     const env = this.create((dead) => this.forget(dead))
     this.all.add(env)
     this.starting.add(env)
     void env.ready.then((loadError) => {
       this.starting.delete(env)
-      if (loadError === undefined) this.release(env)
-      else {
+      if (loadError === undefined) {
+        this.patienceMs = performance.now() - startedAt
+        this.release(env)
+      } else {
         // The oldest waiting invocation answers the load error; without one, nobody needs it.
         const next = this.waiting.shift()
-        if (next) next(env)
+        if (next) next.take(env)
         else this.discard(env)
       }
       this.grow()
