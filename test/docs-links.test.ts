@@ -55,13 +55,23 @@ function headingAnchors(markdown: string): Set<string> {
   return anchors
 }
 
+/** Benchmark write-ups: reached from docs/operations.md rather than from the README. */
+const BENCH_PAGE = /^docs\/bench-[^/]+\.md$/
+
 describe('links in the documentation', () => {
   it('README.md links to the pages in docs/', () => {
     const targets = relativeLinks(readFileSync(join(ROOT, 'README.md'), 'utf8'))
-    for (const page of pages.filter((p) => p !== 'README.md' && p !== 'docs/architecture.md')) {
+    for (const page of pages.filter((p) => p !== 'README.md' && p !== 'docs/architecture.md' && !BENCH_PAGE.test(p))) {
       expect(targets.some((t) => t.split('#')[0] === page), `README.md links to ${page}`).toBe(true)
     }
     expect(targets).toContain('docs/architecture.md')
+  })
+
+  it('docs/operations.md links to the measured costs (docs/bench-*.md)', () => {
+    const targets = relativeLinks(readFileSync(join(ROOT, 'docs/operations.md'), 'utf8')).map((t) => `docs/${t.split('#')[0]}`)
+    const benchPages = pages.filter((p) => BENCH_PAGE.test(p))
+    expect(benchPages.length).toBeGreaterThan(0)
+    for (const page of benchPages) expect(targets, `docs/operations.md links to ${page}`).toContain(page)
   })
 
   it('names heading anchors as GitHub does', () => {
