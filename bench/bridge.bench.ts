@@ -8,14 +8,17 @@
  * sending its next request as soon as the previous answer arrives) calls
  * joke-service's `tell-joke` (topic "programming") through
  * RequestClient -> MemoryBroker -> bridge -> invoker -> handler and back.
- * The baseline is the same loop around a direct `handler(event, context)`
- * call of functions/joke/handler.ts with the event the bridge hands the
- * function, measured in the same run.
+ * Two baselines, measured in the same run: the same loop around a direct
+ * `handler(event, context)` call of functions/joke/handler.ts with the event
+ * the bridge hands the function (`direct`), and a raw echo service on the
+ * same embedded broker and client that answers every request with the bytes
+ * the bridge sends for it (`echo`: what a hand-written service costs).
  *
  * Each cell: a warm-up, then a fixed duration; latency is performance.now()
  * around every call, percentiles from the sorted samples (exact). Also
  * recorded: process CPU time per request (all threads), which moves less
- * than req/s when other work shares the machine.
+ * than req/s when other work shares the machine, and the process's RSS after
+ * the cell (one process for every setup: it includes the ones before).
  *
  * The p50 overhead target is judged at in-flight 1: with more in flight a
  * closed loop's latency is mostly queueing (in-flight / throughput).
@@ -37,9 +40,9 @@ import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import { resolveSettings, type InvokerKind } from '../bridge/project/settings.ts'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import { startRuntime } from '../bridge/runtime.ts'
-import { MemoryBroker } from '../bridge/transports/memory/memory-transport.ts'
+import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory/memory-transport.ts'
 import { handler } from '../functions/joke/handler.ts'
-import { resultText } from '../shared/protocol.ts'
+import { encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } from '../shared/protocol.ts'
 import {
   ARGUMENTS,
   describeMachine,
@@ -89,6 +92,8 @@ interface CellStats extends LoopStats {
   cpuUsPerRequest: number
   /** CPU time of the main thread (broker, bridge, client) per request, in microseconds. */
   mainThreadCpuUsPerRequest: number
+  /** RSS of the bench process after the cell, MiB. */
+  rssMiB: number
 }
 
 async function measureCell(call: Call, inFlight: number): Promise<CellStats> {
@@ -98,16 +103,30 @@ async function measureCell(call: Call, inFlight: number): Promise<CellStats> {
     ...stats,
     cpuUsPerRequest: used.process / stats.requests,
     mainThreadCpuUsPerRequest: used.mainThread / stats.requests,
+    rssMiB: process.memoryUsage.rss() / 2 ** 20,
   }
+}
+
+/** A hand-written service on the embedded broker: answers every request with fixed bytes, under its id. */
+async function startEchoService(broker: MemoryBroker, spec: { requestQueue: string; responseQueue: string }, concurrency: number, body: Uint8Array) {
+  const transport = new MemoryTransport(broker)
+  await transport.connect()
+  await transport.consume(spec.requestQueue, { subscription: 'bench-echo', concurrency }, (delivery) => {
+    const id = delivery.properties[ID_PROPERTY] ?? UNKNOWN_ID
+    void transport.publish(spec.responseQueue, body, { [ID_PROPERTY]: id }).then(() => delivery.ack())
+  })
+  return transport
 }
 
 // ---------------------------------------------------------------- the bench
 
 interface Row extends CellStats {
-  invoker: 'direct' | InvokerKind
+  invoker: 'direct' | 'echo' | InvokerKind
   inFlight: number
   concurrency: number | null
   ratioToBaseline: number
+  /** req/s over the raw echo service's at the same in-flight level. */
+  ratioToEcho: number | null
   p50OverheadMs: number
 }
 
@@ -121,6 +140,8 @@ const COLUMNS: Column<Row>[] = [
   { title: 'vs direct', width: 11, cell: (r) => `${fmt(r.ratioToBaseline, 3)}x` },
   { title: 'p50 +ms', width: 14, cell: (r) => fmt(r.p50OverheadMs, 3) },
   { title: 'cpu us/req', width: 11, cell: (r) => fmt(r.cpuUsPerRequest, 1) },
+  { title: 'vs echo', width: 8, cell: (r) => (r.ratioToEcho === null ? '-' : `${fmt(r.ratioToEcho, 2)}x`) },
+  { title: 'RSS MiB', width: 8, cell: (r) => fmt(r.rssMiB, 0) },
 ]
 
 async function main(): Promise<void> {
@@ -146,6 +167,7 @@ async function main(): Promise<void> {
   console.log(`event: ${JSON.stringify(event)}`)
   console.log(`cells: ${WARMUP_SECONDS}s warm-up + ${SECONDS}s measured, in-flight ${IN_FLIGHT.join(', ')}, closed loop`)
   console.log('vs direct = req/s over the direct call\'s; p50 +ms = p50 minus the direct call\'s; cpu us/req = process CPU (all threads) per request')
+  console.log('vs echo = req/s over the raw echo service\'s on the same broker and client; RSS = the bench process after the cell')
   console.log('')
   printHeader(COLUMNS)
 
@@ -157,9 +179,44 @@ async function main(): Promise<void> {
   for (const inFlight of IN_FLIGHT) {
     const stats = await measureCell(direct, inFlight)
     baseline.set(inFlight, stats)
-    const row: Row = { invoker: 'direct', inFlight, concurrency: null, ...stats, ratioToBaseline: 1, p50OverheadMs: 0 }
+    const row: Row = { invoker: 'direct', inFlight, concurrency: null, ...stats, ratioToBaseline: 1, ratioToEcho: null, p50OverheadMs: 0 }
     rows.push(row)
     printRow(COLUMNS, row)
+  }
+
+  // Baseline: a raw echo service on the embedded broker, driven by the same client.
+  const echoes = new Map<number, CellStats>()
+  {
+    const broker = new MemoryBroker()
+    const echo = await startEchoService(broker, spec, CONCURRENCY, encodeResponse(finalResponse(expected)))
+    const transport = new MemoryTransport(broker)
+    await transport.connect()
+    const client = new RequestClient(transport, spec)
+    await client.start()
+    try {
+      if ((await client.call(request, { timeoutMs: 30_000 })) !== expected) throw new Error('echo: unexpected answer')
+      const call: Call = () => client.call(request)
+      for (const inFlight of IN_FLIGHT) {
+        const stats = await measureCell(call, inFlight)
+        echoes.set(inFlight, stats)
+        const base = baseline.get(inFlight)!
+        const row: Row = {
+          invoker: 'echo',
+          inFlight,
+          concurrency: CONCURRENCY,
+          ...stats,
+          ratioToBaseline: stats.reqPerSec / base.reqPerSec,
+          ratioToEcho: 1,
+          p50OverheadMs: stats.p50Ms - base.p50Ms,
+        }
+        rows.push(row)
+        printRow(COLUMNS, row)
+      }
+    } finally {
+      await client.close()
+      await transport.close()
+      await echo.close()
+    }
   }
 
   for (const kind of INVOKER_KINDS) {
@@ -184,6 +241,7 @@ async function main(): Promise<void> {
           concurrency,
           ...stats,
           ratioToBaseline: stats.reqPerSec / base.reqPerSec,
+          ratioToEcho: stats.reqPerSec / echoes.get(inFlight)!.reqPerSec,
           p50OverheadMs: stats.p50Ms - base.p50Ms,
         }
         rows.push(row)
@@ -253,6 +311,7 @@ async function main(): Promise<void> {
       seconds: SECONDS,
       loadGenerator: 'closed loop: each of in-flight callers sends its next request when the previous settles',
       baseline: 'direct await handler(event, context) of functions/joke/handler.ts, same loop, same run',
+      echo: 'a raw echo service on the same MemoryBroker answering the bridge\'s bytes for this request, same client, same run',
     },
     rows,
     targets,

@@ -13,6 +13,8 @@ import {
   DEFAULT_GATEWAY_MAX_IN_FLIGHT,
   DEFAULT_MAX_IN_FLIGHT,
   DEFAULT_REGISTER_TIMEOUT_SECONDS,
+  DEFAULT_WARM_WORKERS,
+  DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS,
   EMBEDDED_DEFAULT_PORT,
   resolveInvokeRoute,
   resolveRegistration,
@@ -60,6 +62,11 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
     '--max-in-flight <n>',
     `cap on requests in flight across all services: their concurrency may not add up to more (env TOOLBRIDGE_MAX_IN_FLIGHT; default ${DEFAULT_MAX_IN_FLIGHT})`,
   )
+  .option(
+    '--worker-idle-timeout <seconds>',
+    `worker threads (the local invoker) idle this long are ended, down to --warm-workers per function (env TOOLBRIDGE_WORKER_IDLE_TIMEOUT; default ${DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS})`,
+  )
+  .option('--warm-workers <n>', `worker threads each function keeps however long they idle (env TOOLBRIDGE_WARM_WORKERS; default ${DEFAULT_WARM_WORKERS})`)
   .addOption(new Option('--log-level <level>', 'log level (env TOOLBRIDGE_LOG_LEVEL)').choices(LOG_LEVELS))
   .option('--http-token <token>', 'bearer token required on /tools and /mcp (env TOOLBRIDGE_HTTP_TOKEN); /healthz, /readyz and /metrics stay open')
   .option('--allowed-hosts <names>', 'comma-separated Host names /tools and /mcp answer besides IP addresses and localhost, e.g. a container name; * for any (env TOOLBRIDGE_ALLOWED_HOSTS)')

@@ -11,7 +11,7 @@ import { silentLogger, type Logger } from '../support/logger.ts'
 import type { FunctionTarget, Invocation, Invoker, Outcome } from './invoker.ts'
 
 export interface LocationInvokerOptions {
-  settings: Pick<Settings, 'invoker' | 'lambda' | 'env'> & { limits: Pick<Settings['limits'], 'maxStreamBytes'> }
+  settings: Pick<Settings, 'invoker' | 'lambda' | 'env' | 'workers'> & { limits: Pick<Settings['limits'], 'maxStreamBytes'> }
   /** Directory of serverless.yml: handlers are relative to it. */
   baseDir: string
   logger?: Logger
@@ -22,7 +22,7 @@ async function handlerInvoker({ settings, baseDir, logger }: Required<LocationIn
   switch (settings.invoker) {
     case 'local': {
       const { WorkerThreadInvoker } = await import('./local.ts')
-      return new WorkerThreadInvoker(baseDir, { logger, maxStreamBytes: settings.limits.maxStreamBytes })
+      return new WorkerThreadInvoker(baseDir, { logger, maxStreamBytes: settings.limits.maxStreamBytes, sizing: settings.workers })
     }
     case 'in-process': {
       const { InProcessInvoker } = await import('./in-process.ts')

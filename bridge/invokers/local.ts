@@ -10,8 +10,10 @@
  */
 import { randomUUID } from 'node:crypto'
 import { getCompileCacheDir } from 'node:module'
+import { availableParallelism } from 'node:os'
 import { setFlagsFromString } from 'node:v8'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
+import { DEFAULT_WARM_WORKERS, DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS, type WorkerPoolSettings } from '../project/settings.ts'
 import type { HandlerLocation } from '../project/tool-services.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
 import { functionEnvironment } from './function-environment.ts'
@@ -20,6 +22,8 @@ import { DEFAULT_MAX_STREAM_BYTES } from './run-handler.ts'
 import type { FromWorker, ToWorker, WorkerSetup } from './worker.ts'
 
 const WORKER_SCRIPT = new URL('./worker-entry.js', import.meta.url)
+/** Environments of one function starting at once. */
+const STARTING_AT_ONCE = availableParallelism()
 const MB = 1024 * 1024
 const CREDIT: ToWorker = { type: 'credit' }
 
@@ -122,31 +126,63 @@ class Environment {
   }
 }
 
-/** The environments of one function, at most `max` of them. */
+/**
+ * The environments of one function, at most `max` of them, started on
+ * demand: one more only while invocations wait for an environment and fewer
+ * are starting than wait, and whichever environment is free first (a new one
+ * or one that finished) takes the oldest waiting invocation. Starting one is
+ * CPU work, so no more start at once than the machine has cores: more would
+ * only make each later. And one is started only for an invocation that has
+ * waited as long as the last start took: one that an environment frees up
+ * within that time would gain nothing from a new one (the common case for
+ * short calls on a busy main thread), while a function that really holds its
+ * environments gets more after that short wait. Idle ones are
+ * used most recently freed first, so that the others stay idle and are ended
+ * after the idle timeout; an environment running an invocation is never idle.
+ */
 class Pool {
+  /** Free environments, the most recently freed last. */
   private readonly idle: Environment[] = []
+  /** When each idle environment was freed. */
+  private readonly idleSince = new WeakMap<Environment, number>()
   private readonly all = new Set<Environment>()
-  private readonly waiting: ((env: Environment) => void)[] = []
+  private readonly starting = new Set<Environment>()
+  private readonly waiting: { take: (env: Environment) => void; since: number }[] = []
+  /** How long the last environment took to start, ms: how long an invocation waits before another starts for it. */
+  private patienceMs = 0
+  private growTimer: NodeJS.Timeout | undefined
   private readonly max: number
+  private readonly sizing: WorkerPoolSettings
   private readonly create: (onDeath: (env: Environment) => void) => Environment
+  private retireTimer: NodeJS.Timeout | undefined
 
-  constructor(max: number, create: (onDeath: (env: Environment) => void) => Environment) {
+  constructor(max: number, sizing: WorkerPoolSettings, create: (onDeath: (env: Environment) => void) => Environment) {
     this.max = max
+    this.sizing = sizing
     this.create = create
   }
 
+  get size(): number {
+    return this.all.size
+  }
+
+  /** An environment that has started (or failed to: its `ready` says which). */
   acquire(): Promise<Environment> {
     const env = this.idle.pop()
     if (env) return Promise.resolve(env)
-    if (this.all.size < this.max) return Promise.resolve(this.spawn())
-    return new Promise((resolve) => this.waiting.push(resolve))
+    return new Promise((resolve) => {
+      this.waiting.push({ take: resolve, since: performance.now() })
+      this.grow()
+    })
   }
 
   release(env: Environment): void {
     if (env.dead) return
     const next = this.waiting.shift()
-    if (next) next(env)
-    else this.idle.push(env)
+    if (next) return next.take(env)
+    this.idle.push(env)
+    this.idleSince.set(env, performance.now())
+    this.scheduleRetirement()
   }
 
   /** Ends an environment (timeout, load failure); a waiting invocation gets a fresh one. */
@@ -155,22 +191,79 @@ class Pool {
     this.forget(env)
   }
 
-  spawn(): Environment {
-    const env = this.create((dead) => this.forget(dead))
-    this.all.add(env)
-    return env
+  async close(): Promise<void> {
+    clearTimeout(this.retireTimer)
+    clearTimeout(this.growTimer)
+    await Promise.all([...this.all].map((env) => env.end()))
   }
 
-  async close(): Promise<void> {
-    await Promise.all([...this.all].map((env) => env.end()))
+  private grow(): void {
+    const now = performance.now()
+    // Waiters are in arrival order: those that waited long enough come first. With no environment
+    // started (all starting, or none), none can free up and every waiter is due at once.
+    const running = this.all.size > this.starting.size
+    let due = 0
+    while (due < this.waiting.length && (!running || now - (this.waiting[due]?.since ?? now) >= this.patienceMs)) due++
+    while (this.starting.size < Math.min(due, STARTING_AT_ONCE) && this.all.size < this.max) this.spawn()
+    // The others are looked at again once the oldest of them has waited long enough.
+    const next = this.waiting[due]
+    if (next && this.growTimer === undefined && this.all.size < this.max) {
+      this.growTimer = setTimeout(() => {
+        this.growTimer = undefined
+        this.grow()
+      }, next.since + this.patienceMs - now)
+    }
+  }
+
+  private spawn(): void {
+    const startedAt = performance.now()
+    const env = this.create((dead) => this.forget(dead))
+    this.all.add(env)
+    this.starting.add(env)
+    void env.ready.then((loadError) => {
+      this.starting.delete(env)
+      if (loadError === undefined) {
+        this.patienceMs = performance.now() - startedAt
+        this.release(env)
+      } else {
+        // The oldest waiting invocation answers the load error; without one, nobody needs it.
+        const next = this.waiting.shift()
+        if (next) next.take(env)
+        else this.discard(env)
+      }
+      this.grow()
+    })
   }
 
   private forget(env: Environment): void {
     if (!this.all.delete(env)) return
     const at = this.idle.indexOf(env)
     if (at >= 0) this.idle.splice(at, 1)
-    const next = this.waiting.shift()
-    if (next) next(this.spawn())
+    this.grow()
+  }
+
+  /** One timer per pool, for its longest-idle environment, while it has more than `warm`. */
+  private scheduleRetirement(): void {
+    if (this.retireTimer !== undefined || this.all.size <= this.sizing.warm) return
+    const oldest = this.idle[0]
+    if (!oldest) return
+    const due = (this.idleSince.get(oldest) ?? 0) + this.sizing.idleTimeoutMs - performance.now()
+    this.retireTimer = setTimeout(() => this.retire(), Math.max(0, due))
+    this.retireTimer.unref() // idle environments never keep the process alive
+  }
+
+  private retire(): void {
+    this.retireTimer = undefined
+    const now = performance.now()
+    for (;;) {
+      const oldest = this.idle[0]
+      if (!oldest || this.all.size <= this.sizing.warm) break
+      if ((this.idleSince.get(oldest) ?? 0) + this.sizing.idleTimeoutMs > now) break
+      this.idle.shift()
+      this.all.delete(oldest)
+      void oldest.end()
+    }
+    this.scheduleRetirement()
   }
 }
 
@@ -201,6 +294,8 @@ export interface WorkerThreadOptions {
   logger?: Logger
   /** Bytes one invocation may stream (default DEFAULT_MAX_STREAM_BYTES). */
   maxStreamBytes?: number
+  /** Environments kept per function, and how long an idle one above that is kept (defaults: 1, 60 s). */
+  sizing?: Partial<WorkerPoolSettings>
 }
 
 export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
@@ -208,11 +303,16 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
   private readonly baseDir: string
   private readonly logger: Logger
   private readonly maxStreamBytes: number
+  private readonly sizing: WorkerPoolSettings
 
   constructor(baseDir: string, options: WorkerThreadOptions = {}) {
     this.baseDir = baseDir
     this.logger = options.logger ?? silentLogger
     this.maxStreamBytes = options.maxStreamBytes ?? DEFAULT_MAX_STREAM_BYTES
+    this.sizing = {
+      warm: options.sizing?.warm ?? DEFAULT_WARM_WORKERS,
+      idleTimeoutMs: options.sizing?.idleTimeoutMs ?? DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS * 1000,
+    }
     clearHeapSizeFlags()
   }
 
@@ -253,6 +353,11 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
     })
   }
 
+  /** Worker threads a function has now, starting or started. */
+  environments(functionName: string): number {
+    return this.pools.get(functionName)?.size ?? 0
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((pool) => pool.close()))
     this.pools.clear()
@@ -273,7 +378,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
         env: functionEnvironment(target, this.baseDir),
         logger: this.logger,
       }
-      pool = new Pool(target.concurrency, (onDeath) => new Environment(options, onDeath))
+      pool = new Pool(target.concurrency, this.sizing, (onDeath) => new Environment(options, onDeath))
       this.pools.set(target.functionName, pool)
     }
     return pool

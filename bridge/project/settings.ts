@@ -33,6 +33,8 @@ export interface Settings {
   /** Bearer token the gateway's /tools (and /mcp, without mcpToken) requires; undefined: none. */
   httpToken: string | undefined
   limits: Limits
+  /** How many worker threads each function keeps (the `local` invoker). */
+  workers: WorkerPoolSettings
   /** Who may call the HTTP gateway, and how many at once. */
   gateway: GatewaySettings
   /** Error messages on the wire keep host paths (they are always logged in full). */
@@ -55,6 +57,21 @@ export interface Limits {
 }
 
 export const DEFAULT_MAX_IN_FLIGHT = 1024
+
+/**
+ * Worker threads are started on demand, up to a function's `concurrency`;
+ * those idle longer than `idleTimeoutMs` are ended, down to `warm` per
+ * function, as Lambda keeps a warm environment and lets the rest go.
+ */
+export interface WorkerPoolSettings {
+  /** Environments of each function kept however long they idle. */
+  warm: number
+  idleTimeoutMs: number
+}
+
+/** As serverless-offline's terminateIdleLambdaTime. */
+export const DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS = 60
+export const DEFAULT_WARM_WORKERS = 1
 
 /** The HTTP gateway's own guards (bridge/http/). */
 export interface GatewaySettings {
@@ -111,6 +128,8 @@ export interface SettingFlags {
   maxRequestBytes?: string
   maxStreamBytes?: string
   maxInFlight?: string
+  workerIdleTimeout?: string
+  warmWorkers?: string
   allowedHosts?: string
   allowedOrigins?: string
   allowUnauthenticated?: boolean
@@ -175,6 +194,15 @@ function resolveLimits(flags: SettingFlags, env: Env): Limits {
   }
 }
 
+function resolveWorkerPool(flags: SettingFlags, env: Env): WorkerPoolSettings {
+  const idle = flags.workerIdleTimeout ?? env.TOOLBRIDGE_WORKER_IDLE_TIMEOUT
+  const warm = flags.warmWorkers ?? env.TOOLBRIDGE_WARM_WORKERS
+  return {
+    warm: warm === undefined ? DEFAULT_WARM_WORKERS : integer('--warm-workers', warm, 0, 1024),
+    idleTimeoutMs: (idle === undefined ? DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS : integer('--worker-idle-timeout', idle, 0, 86_400)) * 1000,
+  }
+}
+
 const list = (value: string | undefined): string[] =>
   (value ?? '').split(',').map((item) => item.trim()).filter((item) => item !== '')
 
@@ -222,6 +250,7 @@ export function resolveSettings(flags: SettingFlags, env: Env = process.env, { g
     mcpToken: flags.mcpToken ?? (env.TOOLBRIDGE_MCP_TOKEN || undefined),
     httpToken: flags.httpToken ?? (env.TOOLBRIDGE_HTTP_TOKEN || undefined),
     limits: resolveLimits(flags, env),
+    workers: resolveWorkerPool(flags, env),
     gateway: resolveGatewaySettings(flags, env),
     debug: flags.debug ?? (env.TOOLBRIDGE_DEBUG === '1' || env.TOOLBRIDGE_DEBUG === 'true'),
     pulsar: {
