@@ -14,6 +14,7 @@ export const MUTATION_TESTS = [
   'test/descriptors.test.ts',
   'test/errors.test.ts',
   'test/mcp.arguments.test.ts',
+  'test/arguments.test.ts',
   'test/request-checks.test.ts',
   'test/pulsar-client.test.ts',
   'test/pulsar-protocol.test.ts',
