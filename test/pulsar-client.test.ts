@@ -159,6 +159,105 @@ describe('frames', () => {
   })
 })
 
+describe('frames: what a peer may send', () => {
+  const metadata = { producer_name: 'p', sequence_id: 7, publish_time: 42 }
+  const command = encodeCommand('message', { consumer_id: 1, message_id: { ledgerId: 1n, entryId: 2n } })
+
+  /** A payload frame (without its totalSize field) as a peer that leaves out the optional CRC32C writes it. */
+  function withoutChecksum(payload: Uint8Array, options: { brokerEntry?: Uint8Array } = {}): Buffer {
+    const meta = encode(MessageMetadata, metadata)
+    const head = Buffer.alloc(4)
+    head.writeUInt32BE(command.length, 0)
+    const parts: Uint8Array[] = [head, command]
+    if (options.brokerEntry) {
+      const extra = Buffer.alloc(6)
+      extra.writeUInt16BE(0x0e02, 0)
+      extra.writeUInt32BE(options.brokerEntry.length, 2)
+      parts.push(extra, options.brokerEntry)
+    }
+    const size = Buffer.alloc(4)
+    size.writeUInt32BE(meta.length, 0)
+    parts.push(size, meta, payload)
+    return Buffer.concat(parts)
+  }
+
+  const failure = (run: () => unknown): PulsarError => {
+    try {
+      run()
+    } catch (err) {
+      expect(err).toBeInstanceOf(PulsarError)
+      return err as PulsarError
+    }
+    throw new Error('expected a PulsarError')
+  }
+
+  it('parses a payload frame without the optional CRC32C, as sound', () => {
+    const parsed = parseFrame(withoutChecksum(utf8('hello')))
+    expect(decodeCommand(parsed.command).type).toBe('message')
+    expect(parsed.message).toStrictEqual({ metadata, payload: expect.anything(), checksumOk: true })
+    expect(text(parsed.message!.payload)).toBe('hello')
+  })
+
+  it('parses one without CRC32C behind broker-entry metadata', () => {
+    const parsed = parseFrame(withoutChecksum(utf8('after the entry'), { brokerEntry: Buffer.from([0x08, 0x2a]) }))
+    expect(parsed.message?.checksumOk).toBe(true)
+    expect(parsed.message?.metadata).toEqual(metadata)
+    expect(text(parsed.message!.payload)).toBe('after the entry')
+  })
+
+  it('parses an empty payload, and a simple frame whose command fills it exactly', () => {
+    const parsed = parseFrame(withoutChecksum(new Uint8Array(0)))
+    expect(parsed.message?.payload.length).toBe(0)
+    const simple = parseFrame(simpleFrame(command).subarray(4))
+    expect(simple.message).toBeUndefined()
+    expect(Buffer.from(simple.command).equals(Buffer.from(command))).toBe(true)
+  })
+
+  it('refuses message metadata that overruns the frame, as a protocol error worth reconnecting for', () => {
+    const frame = withoutChecksum(utf8('x'))
+    const at = 4 + command.length
+    frame.writeUInt32BE(frame.length - at - 4 + 1, at) // one byte more than is left
+    const error = failure(() => parseFrame(frame))
+    expect(error.code).toBe('ProtocolError')
+    expect(error.retriable).toBe(true)
+    expect(error.message).toBe(`message metadata of ${frame.length - at - 3} bytes overruns its frame`)
+    // Exactly what is left is metadata and an empty payload.
+    frame.writeUInt32BE(frame.length - at - 4, at)
+    expect(() => parseFrame(frame)).not.toThrow(PulsarError)
+  })
+
+  it('refuses a frame too short to hold its command size, and a command that overruns it, both retriable', () => {
+    const short = failure(() => parseFrame(Buffer.from([0, 0, 0])))
+    expect(short).toMatchObject({ code: 'ProtocolError', retriable: true, message: 'frame of 3 bytes is too short' })
+    const frame = simpleFrame(command).subarray(4)
+    frame.writeUInt32BE(command.length + 1, 0)
+    expect(failure(() => parseFrame(frame))).toMatchObject({
+      code: 'ProtocolError',
+      retriable: true,
+      message: `command of ${command.length + 1} bytes overruns its ${frame.length}-byte frame`,
+    })
+  })
+
+  it('takes a frame of exactly the size limit and refuses one byte more, retriable', () => {
+    const frame = simpleFrame(command)
+    const size = frame.length - 4
+    expect(feed(frame, frame.length, new FrameDecoder(size))).toHaveLength(1)
+    const error = failure(() => feed(frame, frame.length, new FrameDecoder(size - 1)))
+    expect(error).toMatchObject({ code: 'ProtocolError', retriable: true, message: `frame of ${size} bytes is over the limit of ${size - 1}` })
+  })
+
+  it('keeps the bytes of the next frame that came with the end of this one', () => {
+    const one = simpleFrame(encodeCommand('ping', {}))
+    const two = simpleFrame(encodeCommand('pong', {}))
+    const decoder = new FrameDecoder(1 << 20)
+    const both = Buffer.concat([one, two])
+    // The first push ends inside the second frame's size field.
+    expect(decoder.push(both.subarray(0, one.length + 2)).map((f) => decodeCommand(parseFrame(f).command).type)).toEqual(['ping'])
+    expect(decoder.push(both.subarray(one.length + 2)).map((f) => decodeCommand(parseFrame(f).command).type)).toEqual(['pong'])
+    expect(decoder.push(Buffer.alloc(0))).toEqual([])
+  })
+})
+
 describe('batches', () => {
   it('unpacks what a batching producer packs, with per-message properties', () => {
     const packed = packBatch([
@@ -217,6 +316,50 @@ describe('compression', () => {
     })()
     expect(error).toBeInstanceOf(PulsarError)
     expect((error as PulsarError).code).toBe('ProtocolError')
+  })
+
+  it.each(codecs)('refuses a $name payload that inflates past its declared size, as a final protocol error', ({ type, compress }) => {
+    const error = (() => {
+      try {
+        decompress(type, compress(original), original.length - 1)
+      } catch (err) {
+        return err
+      }
+    })()
+    expect(error).toBeInstanceOf(PulsarError)
+    expect(error).toMatchObject({ code: 'ProtocolError', retriable: false })
+  })
+
+  it('stops inflating a ZLIB or LZ4 bomb at the declared size', () => {
+    // 8 MiB of zeros in a few kilobytes: refused, never held whole.
+    const bomb = new Uint8Array(8 << 20)
+    const lz4 = (() => {
+      const out = new Uint8Array(compressBound(bomb.length))
+      return out.subarray(0, compressBlock(bomb, out, 0, bomb.length, new Uint32Array(1 << 16)))
+    })()
+    for (const [type, data] of [
+      [CompressionType.ZLIB, deflateSync(bomb)],
+      [CompressionType.LZ4, lz4],
+    ] as const) {
+      expect(data.length).toBeLessThan(64 << 10)
+      expect(() => decompress(type, data, 1000)).toThrow(PulsarError)
+    }
+    expect(() => decompress(CompressionType.ZLIB, deflateSync(bomb), 1000)).toThrow(
+      'cannot decompress a ZLIB payload: it inflates past the 1000 bytes its metadata says',
+    )
+  })
+
+  it('refuses a payload that decompresses short of its declared size, naming both sizes', () => {
+    expect(() => decompress(CompressionType.ZSTD, zstdCompressSync(original), original.length + 5)).toThrow(
+      `a ZSTD payload decompressed to ${original.length} bytes, its metadata says ${original.length + 5}`,
+    )
+  })
+
+  it('names every codec in its messages', () => {
+    expect(() => decompress(CompressionType.LZ4, utf8('not lz4 at all, not at all'), 3)).toThrow(/LZ4 payload/)
+    expect(() => decompress(CompressionType.SNAPPY, snappyCompress(original), 1)).toThrow(/SNAPPY payload/)
+    expect(() => decompress(CompressionType.ZLIB, utf8('garbage'), 1)).toThrow(/^cannot decompress a ZLIB payload: /)
+    expect(() => decompress(9, original, 1)).toThrow(expect.objectContaining({ code: 'Unsupported', retriable: false }))
   })
 
   it('passes an uncompressed payload through and refuses an unknown codec', () => {
