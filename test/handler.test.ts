@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream'
 import middy from '@middy/core'
 import { describe, expect, it } from 'vitest'
 import { checkArguments } from '../shared/arguments.ts'
@@ -7,6 +8,7 @@ import {
   defineToolService,
   INVALID_ARGUMENTS_ERROR,
   isChunkStream,
+  lambdaStreaming,
   MISSING_CONFIG_ERROR,
 } from '../shared/handler.ts'
 
@@ -339,5 +341,81 @@ describe('checkArguments', () => {
       message: 'invalid arguments: "valueOf" is required',
       onlyMissing: true,
     })
+  })
+})
+
+describe('lambdaStreaming() on the Lambda runtime', () => {
+  type Streamified = (event: unknown, responseStream: Writable, context: unknown) => Promise<void>
+  const globals = globalThis as { awslambda?: { streamifyResponse: (fn: Streamified) => Streamified } }
+
+  /** The Node.js runtime's `awslambda.streamifyResponse`, as far as the helper can tell. */
+  function onLambda<T>(run: () => T): T {
+    globals.awslambda = { streamifyResponse: (fn) => fn }
+    try {
+      return run()
+    } finally {
+      delete globals.awslambda
+    }
+  }
+
+  function responseStream() {
+    const written: string[] = []
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        written.push(chunk.toString())
+        done()
+      },
+    })
+    return { stream, written }
+  }
+
+  const story = defineToolService({
+    arguments: { fail: { type: 'boolean', default: false } },
+    async handler({ arguments: args }) {
+      return (async function* () {
+        yield 'Once '
+        yield 'upon a time.'
+        if (args.fail) throw new Error('the muse left')
+      })()
+    },
+  })
+
+  it('leaves the handler as it is off Lambda', () => {
+    expect(lambdaStreaming(story)).toBe(story)
+  })
+
+  it('writes each chunk to the response stream and ends it', async () => {
+    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as Streamified
+    const { stream, written } = responseStream()
+    await streaming({ arguments: {} }, stream, {})
+    expect(written).toStrictEqual(['Once ', 'upon a time.'])
+    expect(stream.writableFinished).toBe(true)
+  })
+
+  it('writes a plain result whole', async () => {
+    const plain = defineToolService({ handler: async () => ({ answer: 42 }) })
+    const streaming = onLambda(() => lambdaStreaming(plain)) as unknown as Streamified
+    const { stream, written } = responseStream()
+    await streaming({}, stream, {})
+    expect(written).toStrictEqual(['{"answer":42}'])
+  })
+
+  it('fails the invocation when the handler throws mid-stream', async () => {
+    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as Streamified
+    const { stream, written } = responseStream()
+    await expect(streaming({ arguments: { fail: true } }, stream, {})).rejects.toThrow('the muse left')
+    expect(written).toStrictEqual(['Once ', 'upon a time.'])
+    expect(stream.destroyed).toBe(true)
+  })
+
+  it('answers the joined chunks when a runtime ignores the streaming mark and calls (event, context), as serverless-offline does', async () => {
+    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as (event: unknown, context: unknown) => Promise<unknown>
+    expect(await streaming({ arguments: {} }, { functionName: 'story', awsRequestId: '1' })).toBe('Once upon a time.')
+  })
+
+  it('fails the invocation when the arguments are invalid', async () => {
+    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as Streamified
+    const { stream } = responseStream()
+    await expect(streaming({ arguments: { fail: 'yes' } }, stream, {})).rejects.toMatchObject({ name: 'InvalidArgumentsError' })
   })
 })
