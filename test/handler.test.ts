@@ -92,6 +92,40 @@ describe('defineToolService', () => {
     })
   })
 
+  it('writes defaults and conversions into copies, never into the objects the caller passed', async () => {
+    const config = {}
+    const args = { topic: 'cats' }
+    const converted = { topic: 'dogs', count: '4' }
+    const seen = (await echo({ config, arguments: args }, undefined)) as { config: object; arguments: object }
+    expect(seen).toStrictEqual({ user: '', config: { style: 'pun' }, arguments: { topic: 'cats', count: 3 } })
+    expect(config).toStrictEqual({})
+    expect(args).toStrictEqual({ topic: 'cats' })
+    expect(seen.config).not.toBe(config)
+    await echo({ config, arguments: converted }, undefined)
+    expect(converted).toStrictEqual({ topic: 'dogs', count: '4' })
+  })
+
+  it('hands over the very objects the caller passed when there is nothing to add or convert', async () => {
+    const plain = defineToolService({ config: { style: { type: 'string' } }, arguments: { n: { type: 'integer' } }, handler: (event) => event })
+    const config = { style: 'pun' }
+    const args = { n: 1 }
+    const seen = (await plain({ config, arguments: args }, undefined)) as { config: object; arguments: object }
+    expect(seen.config).toBe(config)
+    expect(seen.arguments).toBe(args)
+  })
+
+  it('gives each call its own defaults: what one handler does to them is not seen by the next', async () => {
+    const tagger = defineToolService({
+      arguments: { tags: { type: 'array', default: [] } },
+      handler: ({ arguments: a }) => {
+        ;(a.tags as unknown[]).push('seen')
+        return a.tags
+      },
+    })
+    expect(await tagger({ arguments: {} }, undefined)).toStrictEqual(['seen'])
+    expect(await tagger({ arguments: {} }, undefined)).toStrictEqual(['seen'])
+  })
+
   it('passes undeclared arguments through untouched', async () => {
     expect(await echo({ arguments: { topic: 't', other: '5' } }, undefined)).toStrictEqual({
       user: '',
@@ -348,15 +382,25 @@ describe('lambdaStreaming() on the Lambda runtime', () => {
   type Streamified = (event: unknown, responseStream: Writable, context: unknown) => Promise<void>
   const globals = globalThis as { awslambda?: { streamifyResponse: (fn: Streamified) => Streamified } }
 
-  /** The Node.js runtime's `awslambda.streamifyResponse`, as far as the helper can tell. */
-  function onLambda<T>(run: () => T): T {
-    globals.awslambda = { streamifyResponse: (fn) => fn }
+  /**
+   * Runs `run` with the global `awslambda` set to `value` (absent when undefined), then puts back
+   * what was there: a dependency (the AWS SDK) may have set one of its own in this process.
+   */
+  function withAwsLambdaGlobal<T>(value: typeof globals.awslambda, run: () => T): T {
+    const had = Object.hasOwn(globals, 'awslambda')
+    const before = globals.awslambda
+    if (value === undefined) delete globals.awslambda
+    else globals.awslambda = value
     try {
       return run()
     } finally {
-      delete globals.awslambda
+      if (had) globals.awslambda = before
+      else delete globals.awslambda
     }
   }
+
+  /** The Node.js runtime's `awslambda.streamifyResponse`, as far as the helper can tell. */
+  const onLambda = <T>(run: () => T): T => withAwsLambdaGlobal({ streamifyResponse: (fn) => fn }, run)
 
   function responseStream() {
     const written: string[] = []
@@ -380,8 +424,15 @@ describe('lambdaStreaming() on the Lambda runtime', () => {
     },
   })
 
-  it('leaves the handler as it is off Lambda', () => {
-    expect(lambdaStreaming(story)).toBe(story)
+  it('leaves the handler as it is off Lambda, where there is no awslambda global', () => {
+    withAwsLambdaGlobal(undefined, () => {
+      expect('awslambda' in globalThis).toBe(false)
+      expect(lambdaStreaming(story)).toBe(story)
+    })
+  })
+
+  it('leaves the handler as it is where an awslambda global has no streamifyResponse', () => {
+    withAwsLambdaGlobal({} as typeof globals.awslambda, () => expect(lambdaStreaming(story)).toBe(story))
   })
 
   it('writes each chunk to the response stream and ends it', async () => {
