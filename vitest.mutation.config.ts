@@ -16,6 +16,7 @@ export const MUTATION_TESTS = [
   'test/mcp.arguments.test.ts',
   'test/arguments.test.ts',
   'test/request-checks.test.ts',
+  'test/config-service.test.ts',
   'test/pulsar-client.test.ts',
   'test/pulsar-protocol.test.ts',
 ]

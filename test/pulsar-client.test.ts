@@ -14,7 +14,16 @@ import { decompress } from '../lib/pulsar-client/compression.ts'
 import { crc32c } from '../lib/pulsar-client/crc32c.ts'
 import { PulsarError, PulsarServerError } from '../lib/pulsar-client/errors.ts'
 import { FrameDecoder, parseFrame, payloadFrame, simpleFrame } from '../lib/pulsar-client/frame.ts'
-import { CompressionType, decode, decodeCommand, encode, encodeCommand, MessageMetadata } from '../lib/pulsar-client/proto.ts'
+import {
+  CompressionType,
+  decode,
+  decodeCommand,
+  encode,
+  encodeCommand,
+  MessageIdData,
+  MessageMetadata,
+  SingleMessageMetadata,
+} from '../lib/pulsar-client/proto.ts'
 
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8')
 const utf8 = (s: string) => new Uint8Array(Buffer.from(s, 'utf8'))
@@ -80,6 +89,73 @@ describe('protobuf codecs', () => {
     const metadata = decode<MessageMetadata>(MessageMetadata, writer.finish())
     expect(metadata).toEqual({ producer_name: 'producer-1', sequence_id: 12, publish_time: 1_700_000_000_000 })
     expect(metadata.num_messages_in_batch).toBeUndefined()
+  })
+
+  it('carries every field of the message metadata it reads or writes', () => {
+    const full: MessageMetadata = {
+      producer_name: 'p-1',
+      sequence_id: 2 ** 40,
+      publish_time: 1_700_000_000_000,
+      properties: [
+        { key: 'id', value: 'abc' },
+        { key: 'empty', value: '' },
+      ],
+      replicated_from: 'other-cluster',
+      partition_key: 'k',
+      compression: CompressionType.ZSTD,
+      uncompressed_size: 4_000_000_000,
+      num_messages_in_batch: 3,
+      event_time: 1_600_000_000_000,
+      encryption_keys: [new Uint8Array([1, 2]), new Uint8Array([3])],
+      schema_version: new Uint8Array([0, 0, 0, 7]),
+      marker_type: 2,
+      null_value: true,
+      uuid: 'u-u-i-d',
+      num_chunks_from_msg: 4,
+      chunk_id: 1,
+    }
+    expect(decode<MessageMetadata>(MessageMetadata, encode(MessageMetadata, full))).toEqual(full)
+    // A negative int32 and a false bool come back as they went.
+    const negative = { producer_name: '', sequence_id: 0, publish_time: 0, marker_type: -1, null_value: false }
+    expect(decode<MessageMetadata>(MessageMetadata, encode(MessageMetadata, negative))).toEqual(negative)
+  })
+
+  it('carries every field of a batched message’s metadata and of a message id', () => {
+    const single: SingleMessageMetadata = {
+      properties: [{ key: 'a', value: 'b' }],
+      partition_key: 'pk',
+      payload_size: 12,
+      compacted_out: true,
+      event_time: 2 ** 41,
+      sequence_id: 2 ** 42,
+      null_value: true,
+    }
+    expect(decode(SingleMessageMetadata, encode(SingleMessageMetadata, single))).toEqual(single)
+    const id: MessageIdData = { ledgerId: 2n ** 64n - 1n, entryId: 0n, partition: -1, batch_index: 5, batch_size: 9 }
+    expect(decode(MessageIdData, encode(MessageIdData, id))).toEqual(id)
+  })
+
+  it('writes the connect command’s feature flags and the authentication data of a response as PulsarApi.proto numbers them', () => {
+    const flags = { supports_auth_refresh: true, supports_broker_entry_metadata: true, supports_partial_producer: true, supports_topic_watchers: true }
+    // 08 02: CONNECT; 12 0a: field 2, 10 bytes; 52 08: feature_flags (field 10), 8 bytes; 08 01 10 01 18 01 20 01: flags 1 to 4 true
+    expect(Buffer.from(encodeCommand('connect', { feature_flags: flags })).toString('hex')).toBe('0802120a52080801100118012001')
+    // 08 25: AUTH_RESPONSE (37); aa 02 0c: field 37, 12 bytes; 12 0a: response (field 2); 0a 05 "token": auth_method_name; 12 01 04: auth_data
+    const answer = encodeCommand('auth_response', { response: { auth_method_name: 'token', auth_data: new Uint8Array([4]) } })
+    expect(Buffer.from(answer).toString('hex')).toBe('0825aa020c120a0a05746f6b656e120104')
+    const challenge = { server_version: 's', challenge: { auth_method_name: 'token', auth_data: new Uint8Array([1, 2, 3]) }, protocol_version: 21 }
+    expect(decodeCommand(encodeCommand('auth_challenge', challenge))).toEqual({ type: 'auth_challenge', body: challenge })
+  })
+
+  it('reads a BaseCommand whatever else it carries: a type sent as bytes, other varints and no body', () => {
+    expect(decodeCommand(new Uint8Array(0))).toEqual({ type: 'unknown', typeNumber: -1 })
+    const writer = new BinaryWriter()
+    writer.tag(1, WireType.LengthDelimited).bytes(new Uint8Array([18])) // field 1 with the wrong wire type: skipped
+    writer.tag(1, WireType.Varint).int32(18) // ping
+    writer.tag(7, WireType.Varint).int32(1) // a varint in a command's place: skipped
+    expect(decodeCommand(writer.finish())).toEqual({ type: 'ping', body: {} })
+    const noBody = new BinaryWriter()
+    noBody.tag(1, WireType.Varint).int32(13)
+    expect(decodeCommand(noBody.finish())).toEqual({ type: 'success', body: {} })
   })
 
   it('reports an unknown command type as unknown rather than failing', () => {
@@ -276,6 +352,42 @@ describe('batches', () => {
     const packed = packBatch([{ metadata: {}, payload: utf8('only') }])
     expect(() => unpackBatch(packed, 2)).toThrow(/message 1 of 2 is missing/)
     expect(() => unpackBatch(packed.subarray(0, packed.length - 1), 1)).toThrow(/overruns/)
+  })
+})
+
+describe('batches: what a producer may get wrong', () => {
+  const packed = packBatch([
+    { metadata: {}, payload: utf8('one') },
+    { metadata: {}, payload: utf8('two') },
+  ])
+
+  const failure = (run: () => unknown): PulsarError => {
+    try {
+      run()
+    } catch (err) {
+      expect(err).toBeInstanceOf(PulsarError)
+      return err as PulsarError
+    }
+    throw new Error('expected a PulsarError')
+  }
+
+  it('refuses metadata that overruns the batch, as a final protocol error: the same entry fails the same way every time', () => {
+    const first = Buffer.from(packed).readUInt32BE(0)
+    const cut = packed.subarray(0, 4 + first - 1)
+    expect(failure(() => unpackBatch(cut, 1))).toMatchObject({
+      code: 'ProtocolError',
+      retriable: false,
+      message: 'malformed batch: the metadata of message 0 overruns the batch',
+    })
+    expect(failure(() => unpackBatch(packed.subarray(0, 3), 1))).toMatchObject({ retriable: false, message: 'malformed batch: message 0 of 1 is missing' })
+  })
+
+  it('reads a batch that ends exactly with its last message, and one whose last message is empty', () => {
+    expect(unpackBatch(packed, 2).map((e) => text(e.payload))).toEqual(['one', 'two'])
+    const withEmpty = packBatch([{ metadata: {}, payload: utf8('x') }, { metadata: {}, payload: new Uint8Array(0) }])
+    expect(unpackBatch(withEmpty, 2).map((e) => text(e.payload))).toEqual(['x', ''])
+    // A metadata of zero bytes (payload_size absent) at the very end is a message with no payload.
+    expect(unpackBatch(new Uint8Array([0, 0, 0, 0]), 1).map((e) => e.payload.length)).toEqual([0])
   })
 })
 
