@@ -15,6 +15,7 @@ export const MUTATION_TESTS = [
   'test/errors.test.ts',
   'test/mcp.arguments.test.ts',
   'test/arguments.test.ts',
+  'test/python-json.test.ts',
   'test/request-checks.test.ts',
   'test/config-service.test.ts',
   'test/pulsar-client.test.ts',
