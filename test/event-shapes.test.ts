@@ -88,6 +88,9 @@ describe('template', () => {
       'functions.fn.toolService.template.a[0]: unknown placeholder {{args.city}}',
     )
     expect(() => shapeOf({ event: 'template', template: '{{user.name}}' })).toThrow(ConfigError)
+    // A known root inside a longer name, or an empty step in the path, is not a known path.
+    expect(() => shapeOf({ event: 'template', template: '{{myarguments.city}}' })).toThrow('unknown placeholder {{myarguments.city}}')
+    expect(() => shapeOf({ event: 'template', template: '{{arguments..city}}' })).toThrow('unknown placeholder {{arguments..city}}')
   })
 
   it('needs a template with event: template, and none without', () => {
