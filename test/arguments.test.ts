@@ -5,7 +5,7 @@
  * for a number, integer or boolean, and nothing else.
  */
 import { describe, expect, it } from 'vitest'
-import { ARGUMENT_TYPES, checkArguments, inputSchema, isArgumentType, type ArgumentType } from '../shared/arguments.ts'
+import { ARGUMENT_TYPES, assertArgumentType, checkArguments, inputSchema, isArgumentType, type ArgumentType } from '../shared/arguments.ts'
 
 /** The value an argument of `type` arrives at the function with, or the refusal's message. */
 function accepted(type: ArgumentType, value: unknown): unknown {
@@ -56,6 +56,9 @@ describe('a string that is exactly a number is converted for a number or an inte
     [' 5 ', 5],
     ['\t7\n', 7],
     ['007', 7],
+    ['12.25', 12.25],
+    ['.25', 0.25],
+    ['1e10', 1e10],
   ]
   for (const [text, number] of numbers) {
     it(`${JSON.stringify(text)} -> ${number}`, () => expect(accepted('number', text)).toBe(number))
@@ -165,6 +168,12 @@ describe('the types and their JSON Schema', () => {
     expect(ARGUMENT_TYPES).toStrictEqual(['string', 'number', 'integer', 'boolean', 'object', 'array'])
     for (const type of ARGUMENT_TYPES) expect(isArgumentType(type)).toBe(true)
     for (const other of ['float', 'String', '', undefined, null, 1]) expect(isArgumentType(other)).toBe(false)
+  })
+
+  it('a declaration made in code with another type is a configuration error naming it', () => {
+    expect(() => assertArgumentType('float', 'tools[0].arguments.x')).toThrow(
+      expect.objectContaining({ kind: 'config', message: 'tools[0].arguments.x: unknown argument type "float": use one of string, number, integer, boolean, object, array' }),
+    )
   })
 
   it('leaves out an empty description and the required list when nothing is required', () => {

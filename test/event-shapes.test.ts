@@ -78,6 +78,13 @@ describe('template', () => {
     })
   })
 
+  it('puts a value that is not a string into a longer string as its JSON text, and a missing one as nothing', () => {
+    const req = request({ city: 'Oslo', days: 3, tags: ['a'], nothing: null })
+    expect(renderTemplate('{{arguments}} / {{arguments.days}} / {{arguments.tags}} / {{arguments.nothing}} / [{{arguments.nope}}]', req)).toBe(
+      '{"city":"Oslo","days":3,"tags":["a"],"nothing":null} / 3 / ["a"] / null / []',
+    )
+  })
+
   it('reads own properties only', () => {
     expect(renderTemplate('{{arguments.constructor}}', request({}))).toBeUndefined()
     expect(renderTemplate('x{{arguments.toString}}y', request({}))).toBe('xy')
@@ -126,6 +133,10 @@ describe('apigw-v2 (HTTP API)', () => {
     expect(event).toMatchObject({ rawPath: '/orders/7/lines', rawQueryString: 'dry=true', body: '{"sku":"KB","quantity":2}' })
     expect(event.headers).toMatchObject({ 'content-type': 'application/json', 'x-api-version': '2' })
     expect(event.headers).not.toHaveProperty('x-toolbridge-user') // no user, no header
+  })
+
+  it('leaves an argument that is undefined out of the query string (an in-process caller may pass one)', () => {
+    expect(eventOf(get, request({ id: 'x', lang: undefined, n: 1 })).rawQueryString).toBe('n=1')
   })
 
   it('refuses a request without a path parameter, without calling anything', () => {

@@ -50,6 +50,20 @@ describe('defineToolService', () => {
     })
   })
 
+  it('applies defaults over undefined values (an in-process caller may pass them)', async () => {
+    expect(await echo({ config: { style: undefined }, arguments: { topic: 'cats', count: undefined } }, undefined)).toStrictEqual({
+      user: '',
+      config: { style: 'pun' },
+      arguments: { topic: 'cats', count: 3 },
+    })
+  })
+
+  it('names a config declaration of an unknown type as config', () => {
+    expect(() => defineToolService({ config: { c: { type: 'text' as 'string' } }, handler: () => '' })).toThrow(
+      'defineToolService: config.c.type: unknown argument type "text"',
+    )
+  })
+
   it('applies defaults over null values', async () => {
     expect(
       await echo({ config: { style: null }, arguments: { topic: 'cats', count: null } }, undefined),
@@ -462,6 +476,33 @@ describe('lambdaStreaming() on the Lambda runtime', () => {
   it('answers the joined chunks when a runtime ignores the streaming mark and calls (event, context), as serverless-offline does', async () => {
     const streaming = onLambda(() => lambdaStreaming(story)) as unknown as (event: unknown, context: unknown) => Promise<unknown>
     expect(await streaming({ arguments: {} }, { functionName: 'story', awsRequestId: '1' })).toBe('Once upon a time.')
+  })
+
+  it('answers the joined chunks when called with the event alone, or a null second argument', async () => {
+    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as (event: unknown, context?: unknown) => Promise<unknown>
+    expect(await streaming({ arguments: {} })).toBe('Once upon a time.')
+    expect(await streaming({ arguments: {} }, null)).toBe('Once upon a time.')
+  })
+
+  it('writes no empty chunks: an empty yield or an empty result writes nothing', async () => {
+    const sparse = defineToolService({
+      handler: async () =>
+        (async function* () {
+          yield ''
+          yield 'a'
+          yield ''
+          yield 'b'
+        })(),
+    })
+    const streaming = onLambda(() => lambdaStreaming(sparse)) as unknown as Streamified
+    const { stream, written } = responseStream()
+    await streaming({}, stream, {})
+    expect(written).toStrictEqual(['a', 'b'])
+    const empty = onLambda(() => lambdaStreaming(defineToolService({ handler: async () => '' }))) as unknown as Streamified
+    const nothing = responseStream()
+    await empty({}, nothing.stream, {})
+    expect(nothing.written).toStrictEqual([])
+    expect(nothing.stream.writableFinished).toBe(true)
   })
 
   it('fails the invocation when the arguments are invalid', async () => {

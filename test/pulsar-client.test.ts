@@ -281,6 +281,15 @@ describe('frames: what a peer may send', () => {
     expect(text(parsed.message!.payload)).toBe('after the entry')
   })
 
+  it('parses the smallest frame, an empty command, and hands on a frame of size 0 for parseFrame to refuse', () => {
+    const smallest = parseFrame(Buffer.from([0, 0, 0, 0]))
+    expect(smallest.command.length).toBe(0)
+    expect(smallest.message).toBeUndefined()
+    const empty = new FrameDecoder(1 << 20).push(Buffer.from([0, 0, 0, 0]))
+    expect(empty.map((f) => f.length)).toEqual([0])
+    expect(() => parseFrame(empty[0]!)).toThrow('frame of 0 bytes is too short')
+  })
+
   it('parses an empty payload, and a simple frame whose command fills it exactly', () => {
     const parsed = parseFrame(withoutChecksum(new Uint8Array(0)))
     expect(parsed.message?.payload.length).toBe(0)
@@ -469,6 +478,11 @@ describe('compression', () => {
 
   it('names every codec in its messages', () => {
     expect(() => decompress(CompressionType.LZ4, utf8('not lz4 at all, not at all'), 3)).toThrow(/LZ4 payload/)
+    const lz4 = new Uint8Array(compressBound(original.length))
+    const block = lz4.subarray(0, compressBlock(original, lz4, 0, original.length, new Uint32Array(1 << 16)))
+    expect(() => decompress(CompressionType.LZ4, block, original.length - 1)).toThrow(
+      `cannot decompress a LZ4 payload: the block holds ${original.length} bytes`,
+    )
     expect(() => decompress(CompressionType.SNAPPY, snappyCompress(original), 1)).toThrow(/SNAPPY payload/)
     expect(() => decompress(CompressionType.ZLIB, utf8('garbage'), 1)).toThrow(/^cannot decompress a ZLIB payload: /)
     expect(() => decompress(9, original, 1)).toThrow(expect.objectContaining({ code: 'Unsupported', retriable: false }))

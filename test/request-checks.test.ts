@@ -133,7 +133,9 @@ describe('a service of several tools: the tool is the one whose config values th
     const toolOfOverlapping = compileToolIdentifier(overlapping)
     expect(toolOfOverlapping({ strict: 'yes' })).toBe('')
     expect(toolOfOverlapping({ strict: 'no' })).toBe('any')
+    // Their rules differ (a string for "any", an integer for the others): neither set applies.
     expect(compileRequestCheck(overlapping)(request({ strict: 'yes' }, { n: 'x' }))).toMatchObject({ ok: true })
+    expect(compileRequestCheck(overlapping)(request({ strict: 'yes' }, { n: 5 }))).toMatchObject({ ok: true })
     expect(compileRequestCheck(overlapping)(request({ strict: 'no' }, { n: 5 }))).toMatchObject({ ok: false, kind: 'invalid-arguments' })
 
     const agreeing = serviceOf([
@@ -168,6 +170,16 @@ describe('a service of several tools: the tool is the one whose config values th
     expect(differing({ name: 'x', type: 'integer', required: true })(request({}, {}))).toMatchObject({ ok: true })
     expect(differing({ name: 'x', type: 'string' })(request({}, {}))).toMatchObject({ ok: true })
     expect(differing({ name: 'x', type: 'string', required: true })(request({}, {}))).toMatchObject({ ok: false })
+    // Two rules each, the first alike and the second not: still different.
+    const twoRules = (secondType: string) =>
+      compileRequestCheck(
+        serviceOf([
+          { name: 'a', config: { t: 'a' }, arguments: [{ name: 'x', type: 'string', required: true }, { name: 'y', type: 'string' }] },
+          { name: 'b', config: { t: 'b' }, arguments: [{ name: 'x', type: 'string', required: true }, { name: 'y', type: secondType }] },
+        ]),
+      )
+    expect(twoRules('integer')(request({}, {}))).toMatchObject({ ok: true })
+    expect(twoRules('string')(request({}, {}))).toMatchObject({ ok: false })
   })
 })
 

@@ -332,6 +332,14 @@ describe('splitForMessages', () => {
     })
   }
 
+  it('counts U+FFFF, the last character of the basic plane, as one \\uXXXX escape', () => {
+    expect(splitForMessages('\uffff'.repeat(4), ENVELOPE + 12)).toStrictEqual(['\uffff\uffff', '\uffff\uffff'])
+  })
+
+  it('never makes an empty piece, even for a character bigger than the budget', () => {
+    expect(splitForMessages('😀😀', ENVELOPE + 6)).toStrictEqual(['😀', '😀'])
+  })
+
   it('puts as many two-byte-escaped characters in a piece as fit', () => {
     expect(splitForMessages('"\\'.repeat(5), ENVELOPE + 6)).toStrictEqual(['"\\"', '\\"\\', '"\\"', '\\'])
     expect(splitForMessages('é'.repeat(5), ENVELOPE + 12)).toStrictEqual(['éé', 'éé', 'é'])
