@@ -56,10 +56,12 @@ function headingAnchors(markdown: string): Set<string> {
 }
 
 describe('links in the documentation', () => {
-  it('README.md links to the pages in docs/', () => {
+  it('README.md links to the pages in docs/, directly or through architecture.md', () => {
     const targets = relativeLinks(readFileSync(join(ROOT, 'README.md'), 'utf8'))
+    // Pages for contributors hang off architecture.md, which README.md links.
+    const fromArchitecture = relativeLinks(readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8')).map((t) => `docs/${t}`)
     for (const page of pages.filter((p) => p !== 'README.md' && p !== 'docs/architecture.md')) {
-      expect(targets.some((t) => t.split('#')[0] === page), `README.md links to ${page}`).toBe(true)
+      expect([...targets, ...fromArchitecture].some((t) => t.split('#')[0] === page), `README.md links to ${page}`).toBe(true)
     }
     expect(targets).toContain('docs/architecture.md')
   })
