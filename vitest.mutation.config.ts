@@ -18,6 +18,7 @@ export const MUTATION_TESTS = [
   'test/python-json.test.ts',
   'test/request-checks.test.ts',
   'test/config-service.test.ts',
+  'test/config-protocol.test.ts',
   'test/pulsar-client.test.ts',
   'test/pulsar-protocol.test.ts',
 ]
