@@ -396,6 +396,11 @@ describe('resultText', () => {
   it('sends undefined as the empty string', () => {
     expect(resultText(undefined)).toBe('')
   })
+
+  it('sends what JSON cannot write, a function or a symbol, as the empty string', () => {
+    expect(resultText(() => 'never called')).toBe('')
+    expect(resultText(Symbol('s'))).toBe('')
+  })
 })
 
 describe('nesting depth of config and arguments', () => {
