@@ -63,7 +63,8 @@ describe('decodeConfigResponse', () => {
 
   it('refuses each field that is not what the dataclass says, naming it', () => {
     expect(decodeConfigResponse(json('[1]'))).toStrictEqual({ ok: false, message: 'ConfigResponse must be a JSON object, got array' })
-    expect(decodeConfigResponse(json('{'))).toMatchObject({ ok: false })
+    expect(decodeConfigResponse(json('{'))).toMatchObject({ ok: false, message: expect.stringMatching(/^body is not valid JSON: /) })
+    expect(decodeConfigResponse(new Uint8Array([0xff]))).toStrictEqual({ ok: false, message: 'body is not valid UTF-8' })
     expect(decodeConfigResponse(json({ values: [{ key: 1 }] }))).toStrictEqual({ ok: false, message: 'values[0]."key" must be a string, got number' })
     for (const directory of ['a', ['a', 1], {}]) {
       expect(decodeConfigResponse(json({ directory }))).toStrictEqual({ ok: false, message: '"directory" must be a list of strings' })
@@ -85,7 +86,7 @@ describe('decodeConfigPush', () => {
   it('refuses what is not a push', () => {
     expect(decodeConfigPush(json('"push"'))).toStrictEqual({ ok: false, message: 'ConfigPush must be a JSON object, got string' })
     expect(decodeConfigPush(json({ changes: ['tool'] }))).toStrictEqual({ ok: false, message: '"changes" must be an object' })
-    expect(decodeConfigPush(json('not json'))).toMatchObject({ ok: false })
+    expect(decodeConfigPush(json('not json'))).toMatchObject({ ok: false, message: expect.stringMatching(/^body is not valid JSON: /) })
   })
 })
 
