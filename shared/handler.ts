@@ -87,7 +87,8 @@ function withDefaults(values: Record<string, unknown>, declarations: Declaration
     const present = Object.hasOwn(values, name) && values[name] !== undefined && values[name] !== null
     if (d.default !== undefined && !present) {
       if (result === values) result = { ...values }
-      result[name] = d.default
+      // A copy per call: a handler that changes its default array or object must not change the next call's.
+      result[name] = structuredClone(d.default)
     }
   }
   return result

@@ -4,7 +4,7 @@
  * path, the front doors) can decide by those two alone.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { ConfigError, messageOf, ToolbridgeError } from '../shared/errors.ts'
+import { ConfigError, isToolbridgeError, messageOf, ToolbridgeError } from '../shared/errors.ts'
 import { encodeResponse, errorResponse, ID_PROPERTY } from '../shared/protocol.ts'
 import { parseQueueName, QueueNameError } from '../shared/queues.ts'
 import { HttpError } from '../bridge/http/responses.ts'
@@ -33,6 +33,25 @@ describe('messageOf', () => {
     expect(messageOf(undefined)).toBe('undefined')
     expect(messageOf(null)).toBe('null')
     expect(messageOf({ message: 'not an Error' })).toBe('[object Object]')
+  })
+})
+
+describe('ToolbridgeError and ConfigError', () => {
+  it('carry their name, kind, cause and retriable flag (not retriable unless said)', () => {
+    const cause = new Error('socket closed')
+    const error = new ToolbridgeError('unavailable', 'broker gone', { cause, retriable: true })
+    expect(error).toMatchObject({ name: 'ToolbridgeError', kind: 'unavailable', retriable: true, message: 'broker gone', cause })
+    const plain = new ToolbridgeError('crash', 'died')
+    expect(plain.retriable).toBe(false)
+    expect('cause' in plain).toBe(false)
+    expect(new ConfigError('functions.f', 'bad')).toMatchObject({ name: 'ConfigError', kind: 'config', retriable: false, message: 'functions.f: bad' })
+  })
+
+  it('isToolbridgeError tells them from other errors', () => {
+    expect(isToolbridgeError(new ConfigError('x', 'y'))).toBe(true)
+    expect(isToolbridgeError(new ToolbridgeError('timeout', 'late'))).toBe(true)
+    expect(isToolbridgeError(new Error('plain'))).toBe(false)
+    expect(isToolbridgeError({ kind: 'timeout', retriable: false, message: 'a look-alike' })).toBe(false)
   })
 })
 

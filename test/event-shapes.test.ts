@@ -78,6 +78,13 @@ describe('template', () => {
     })
   })
 
+  it('puts a value that is not a string into a longer string as its JSON text, and a missing one as nothing', () => {
+    const req = request({ city: 'Oslo', days: 3, tags: ['a'], nothing: null })
+    expect(renderTemplate('{{arguments}} / {{arguments.days}} / {{arguments.tags}} / {{arguments.nothing}} / [{{arguments.nope}}]', req)).toBe(
+      '{"city":"Oslo","days":3,"tags":["a"],"nothing":null} / 3 / ["a"] / null / []',
+    )
+  })
+
   it('reads own properties only', () => {
     expect(renderTemplate('{{arguments.constructor}}', request({}))).toBeUndefined()
     expect(renderTemplate('x{{arguments.toString}}y', request({}))).toBe('xy')
@@ -88,6 +95,9 @@ describe('template', () => {
       'functions.fn.toolService.template.a[0]: unknown placeholder {{args.city}}',
     )
     expect(() => shapeOf({ event: 'template', template: '{{user.name}}' })).toThrow(ConfigError)
+    // A known root inside a longer name, or an empty step in the path, is not a known path.
+    expect(() => shapeOf({ event: 'template', template: '{{myarguments.city}}' })).toThrow('unknown placeholder {{myarguments.city}}')
+    expect(() => shapeOf({ event: 'template', template: '{{arguments..city}}' })).toThrow('unknown placeholder {{arguments..city}}')
   })
 
   it('needs a template with event: template, and none without', () => {
@@ -123,6 +133,10 @@ describe('apigw-v2 (HTTP API)', () => {
     expect(event).toMatchObject({ rawPath: '/orders/7/lines', rawQueryString: 'dry=true', body: '{"sku":"KB","quantity":2}' })
     expect(event.headers).toMatchObject({ 'content-type': 'application/json', 'x-api-version': '2' })
     expect(event.headers).not.toHaveProperty('x-toolbridge-user') // no user, no header
+  })
+
+  it('leaves an argument that is undefined out of the query string (an in-process caller may pass one)', () => {
+    expect(eventOf(get, request({ id: 'x', lang: undefined, n: 1 })).rawQueryString).toBe('n=1')
   })
 
   it('refuses a request without a path parameter, without calling anything', () => {
@@ -209,6 +223,178 @@ describe('apigw-v1 (REST API)', () => {
 
   it('refuses a result that is not a proxy response, as REST APIs do', () => {
     expect(answerOf(shape, '{"answer":42}')).toMatchObject({ ok: false, kind: 'function-error', message: expect.stringMatching(/did not return a proxy response/) })
+  })
+})
+
+describe('API Gateway events: path parameters', () => {
+  const v2 = shapeOf({ event: 'apigw-v2', route: { method: 'GET', path: '/items/{id}/{part}' } })
+  const refusal = (name: string) => ({
+    ok: false,
+    kind: 'invalid-arguments',
+    message: `invalid arguments: "${name}" is required (it is part of the path /items/{id}/{part})`,
+  })
+
+  it('refuses one sent as null or as the empty string: the function is never called on /items/', () => {
+    expect(compileEventShape(v2).event(request({ id: null, part: 'a' }))).toStrictEqual(refusal('id'))
+    expect(compileEventShape(v2).event(request({ id: 'x', part: '' }))).toStrictEqual(refusal('part'))
+    // The first one missing is named.
+    expect(compileEventShape(v2).event(request({}))).toStrictEqual(refusal('id'))
+  })
+
+  it('reads own arguments only', () => {
+    const inherited = Object.create({ id: 'from-the-prototype' }) as Record<string, unknown>
+    inherited.part = 'a'
+    expect(compileEventShape(v2).event(request(inherited))).toStrictEqual(refusal('id'))
+  })
+
+  it('takes any other value as its text: 0, false, a number, JSON for an object', () => {
+    const event = eventOf(v2, request({ id: 0, part: false }))
+    expect(event.rawPath).toBe('/items/0/false')
+    expect(event.pathParameters).toStrictEqual({ id: '0', part: 'false' })
+    const nested = eventOf(v2, request({ id: { a: 1 }, part: 'é/?' }))
+    expect(nested.rawPath).toBe('/items/%7B%22a%22%3A1%7D/%C3%A9%2F%3F')
+    expect(nested.pathParameters).toStrictEqual({ id: '{"a":1}', part: 'é/?' })
+  })
+})
+
+describe('API Gateway events: what is absent', () => {
+  const v1 = shapeOf({ event: 'apigw-v1', route: { method: 'POST', path: '/orders' } })
+  const v2 = shapeOf({ event: 'apigw-v2', route: { method: 'POST', path: '/orders' } })
+
+  it('REST API (v1): null for no query and no path parameters, the body a JSON object', () => {
+    const event = eventOf(v1, request({ sku: 'KB', quantity: 2 }, {}, ''))
+    expect(event).toStrictEqual({
+      resource: '/orders',
+      path: '/orders',
+      httpMethod: 'POST',
+      headers: { host: 'toolbridge.execute-api.localhost', 'user-agent': 'toolbridge', 'content-type': 'application/json' },
+      multiValueHeaders: { host: ['toolbridge.execute-api.localhost'], 'user-agent': ['toolbridge'], 'content-type': ['application/json'] },
+      queryStringParameters: null,
+      multiValueQueryStringParameters: null,
+      pathParameters: null,
+      stageVariables: null,
+      requestContext: {
+        accountId: 'anonymous',
+        apiId: 'toolbridge',
+        domainName: 'toolbridge.execute-api.localhost',
+        httpMethod: 'POST',
+        identity: { sourceIp: '127.0.0.1', userAgent: 'toolbridge' },
+        path: '/orders',
+        protocol: 'HTTP/1.1',
+        requestId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        requestTimeEpoch: expect.any(Number),
+        resourcePath: '/orders',
+        stage: '$default',
+      },
+      body: '{"sku":"KB","quantity":2}',
+      isBase64Encoded: false,
+    })
+  })
+
+  it('REST API (v1): an empty JSON object for a body with no arguments left for it', () => {
+    expect(eventOf(v1, request({})).body).toBe('{}')
+  })
+
+  it('HTTP API (v2): no queryStringParameters or pathParameters at all, an empty rawQueryString', () => {
+    const event = eventOf(v2, request({ sku: 'KB' }, {}, ''))
+    expect(event).toStrictEqual({
+      version: '2.0',
+      routeKey: '$default',
+      rawPath: '/orders',
+      rawQueryString: '',
+      headers: { host: 'toolbridge.execute-api.localhost', 'user-agent': 'toolbridge', 'content-type': 'application/json' },
+      requestContext: {
+        accountId: 'anonymous',
+        apiId: 'toolbridge',
+        domainName: 'toolbridge.execute-api.localhost',
+        domainPrefix: 'toolbridge',
+        http: { method: 'POST', path: '/orders', protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'toolbridge' },
+        requestId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        routeKey: '$default',
+        stage: '$default',
+        time: expect.stringMatching(/GMT$/),
+        timeEpoch: expect.any(Number),
+      },
+      body: '{"sku":"KB"}',
+      isBase64Encoded: false,
+    })
+  })
+
+  it('REST API (v1) GET: every argument in both query maps, no body', () => {
+    const get = shapeOf({ event: 'apigw-v1', route: { method: 'GET', path: '/search', headers: { 'Content-Type': 'text/plain' } } })
+    const event = eventOf(get, request({ q: 'cats', tags: ['a', 'b'], n: 2 }))
+    expect(event.queryStringParameters).toStrictEqual({ q: 'cats', tags: '["a","b"]', n: '2' })
+    expect(event.multiValueQueryStringParameters).toStrictEqual({ q: ['cats'], tags: ['["a","b"]'], n: ['2'] })
+    expect(event.path).toBe('/search')
+    expect(event.body).toBeNull()
+    // A route's own Content-Type stays, written in lower case as API Gateway's headers are.
+    expect(event.headers['content-type']).toBe('text/plain')
+    expect(event.headers).not.toHaveProperty('Content-Type')
+  })
+
+  it('a route header of its own keeps its value over the JSON content type of a body', () => {
+    const post = shapeOf({ event: 'apigw-v2', route: { method: 'PUT', path: '/x', headers: { 'content-type': 'application/vnd.api+json' } } })
+    expect(eventOf(post, request({ a: 1 })).headers['content-type']).toBe('application/vnd.api+json')
+  })
+})
+
+describe('API Gateway proxy results', () => {
+  const v1 = shapeOf({ event: 'apigw-v1' })
+  const v2 = shapeOf({ event: 'apigw-v2' })
+
+  it('a body that is not a string is its JSON text; a null or absent one is empty', () => {
+    for (const shape of [v1, v2]) {
+      expect(answerOf(shape, JSON.stringify({ statusCode: 200, body: { a: [1] } }))).toStrictEqual({ ok: true, text: '{"a":[1]}' })
+      expect(answerOf(shape, JSON.stringify({ statusCode: 200, body: 42 }))).toStrictEqual({ ok: true, text: '42' })
+      expect(answerOf(shape, JSON.stringify({ statusCode: 200, body: false }))).toStrictEqual({ ok: true, text: 'false' })
+      expect(answerOf(shape, JSON.stringify({ statusCode: 200, body: null }))).toStrictEqual({ ok: true, text: '' })
+      expect(answerOf(shape, JSON.stringify({ statusCode: 200 }))).toStrictEqual({ ok: true, text: '' })
+    }
+  })
+
+  it('a non-string body of an error status is in the error message', () => {
+    expect(answerOf(v1, JSON.stringify({ statusCode: 400, body: { error: 'bad sku' } }))).toStrictEqual({
+      ok: false,
+      kind: 'function-error',
+      message: 'HTTP 400 Bad Request: {"error":"bad sku"}',
+    })
+    expect(answerOf(v1, JSON.stringify({ statusCode: 500 }))).toStrictEqual({ ok: false, kind: 'function-error', message: 'HTTP 500 Internal Server Error' })
+    expect(answerOf(v2, JSON.stringify({ statusCode: 199, body: 'early' }))).toMatchObject({ ok: false, message: 'HTTP 199 Unknown Status: early' })
+    expect(answerOf(v2, JSON.stringify({ statusCode: 300, body: 'moved' }))).toMatchObject({ ok: false, message: 'HTTP 300 Multiple Choices: moved' })
+    expect(answerOf(v2, JSON.stringify({ statusCode: 299, body: 'ok' }))).toStrictEqual({ ok: true, text: 'ok' })
+  })
+
+  it('decodes base64 only when isBase64Encoded is exactly true', () => {
+    const encoded = Buffer.from('hello').toString('base64')
+    expect(answerOf(v1, JSON.stringify({ statusCode: 200, body: encoded, isBase64Encoded: true }))).toStrictEqual({ ok: true, text: 'hello' })
+    expect(answerOf(v1, JSON.stringify({ statusCode: 200, body: encoded, isBase64Encoded: 'true' }))).toStrictEqual({ ok: true, text: encoded })
+  })
+
+  it('a statusCode that is not a number is no proxy response: the REST API refuses it, the HTTP API takes the whole result as the body', () => {
+    const result = JSON.stringify({ statusCode: '200', body: 'x' })
+    expect(answerOf(v1, result)).toStrictEqual({
+      ok: false,
+      kind: 'function-error',
+      message: 'the function did not return a proxy response ({statusCode, body}), as an API Gateway REST API (apigw-v1) needs',
+    })
+    expect(answerOf(v2, result)).toStrictEqual({ ok: true, text: result })
+    for (const notAnObject of ['[1,2]', '7', '"text"', 'null', 'not json']) {
+      expect(answerOf(v2, notAnObject)).toStrictEqual({ ok: true, text: notAnObject })
+      expect(answerOf(v1, notAnObject)).toMatchObject({ ok: false, kind: 'function-error' })
+    }
+  })
+
+  it('answer: json pretty-prints the body of a REST API response and a bare HTTP API result alike', () => {
+    const json = shapeOf({ event: 'apigw-v1', answer: 'json' })
+    expect(answerOf(json, JSON.stringify({ statusCode: 200, body: { a: 1 } }))).toStrictEqual({ ok: true, text: '{\n  "a": 1\n}' })
+    const json2 = shapeOf({ event: 'apigw-v2', answer: 'json' })
+    expect(answerOf(json2, '{"b":2}')).toStrictEqual({ ok: true, text: '{\n  "b": 2\n}' })
+    expect(answerOf(json2, 'plain')).toStrictEqual({ ok: true, text: 'plain' })
+  })
+
+  it('leaves an error outcome alone', () => {
+    const failed = { ok: false as const, kind: 'timeout' as const, message: 'too slow' }
+    expect(compileEventShape(v1).answer(failed)).toBe(failed)
   })
 })
 

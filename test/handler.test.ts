@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream'
 import middy from '@middy/core'
 import { describe, expect, it } from 'vitest'
 import { checkArguments } from '../shared/arguments.ts'
@@ -7,6 +8,7 @@ import {
   defineToolService,
   INVALID_ARGUMENTS_ERROR,
   isChunkStream,
+  lambdaStreaming,
   MISSING_CONFIG_ERROR,
 } from '../shared/handler.ts'
 
@@ -46,6 +48,20 @@ describe('defineToolService', () => {
       config: { style: 'pun' },
       arguments: { topic: 'cats', count: 3 },
     })
+  })
+
+  it('applies defaults over undefined values (an in-process caller may pass them)', async () => {
+    expect(await echo({ config: { style: undefined }, arguments: { topic: 'cats', count: undefined } }, undefined)).toStrictEqual({
+      user: '',
+      config: { style: 'pun' },
+      arguments: { topic: 'cats', count: 3 },
+    })
+  })
+
+  it('names a config declaration of an unknown type as config', () => {
+    expect(() => defineToolService({ config: { c: { type: 'text' as 'string' } }, handler: () => '' })).toThrow(
+      'defineToolService: config.c.type: unknown argument type "text"',
+    )
   })
 
   it('applies defaults over null values', async () => {
@@ -88,6 +104,40 @@ describe('defineToolService', () => {
       config: { style: 'pun' },
       arguments: { topic: 't', loud: false, ratio: -150, count: -7 },
     })
+  })
+
+  it('writes defaults and conversions into copies, never into the objects the caller passed', async () => {
+    const config = {}
+    const args = { topic: 'cats' }
+    const converted = { topic: 'dogs', count: '4' }
+    const seen = (await echo({ config, arguments: args }, undefined)) as { config: object; arguments: object }
+    expect(seen).toStrictEqual({ user: '', config: { style: 'pun' }, arguments: { topic: 'cats', count: 3 } })
+    expect(config).toStrictEqual({})
+    expect(args).toStrictEqual({ topic: 'cats' })
+    expect(seen.config).not.toBe(config)
+    await echo({ config, arguments: converted }, undefined)
+    expect(converted).toStrictEqual({ topic: 'dogs', count: '4' })
+  })
+
+  it('hands over the very objects the caller passed when there is nothing to add or convert', async () => {
+    const plain = defineToolService({ config: { style: { type: 'string' } }, arguments: { n: { type: 'integer' } }, handler: (event) => event })
+    const config = { style: 'pun' }
+    const args = { n: 1 }
+    const seen = (await plain({ config, arguments: args }, undefined)) as { config: object; arguments: object }
+    expect(seen.config).toBe(config)
+    expect(seen.arguments).toBe(args)
+  })
+
+  it('gives each call its own defaults: what one handler does to them is not seen by the next', async () => {
+    const tagger = defineToolService({
+      arguments: { tags: { type: 'array', default: [] } },
+      handler: ({ arguments: a }) => {
+        ;(a.tags as unknown[]).push('seen')
+        return a.tags
+      },
+    })
+    expect(await tagger({ arguments: {} }, undefined)).toStrictEqual(['seen'])
+    expect(await tagger({ arguments: {} }, undefined)).toStrictEqual(['seen'])
   })
 
   it('passes undeclared arguments through untouched', async () => {
@@ -339,5 +389,125 @@ describe('checkArguments', () => {
       message: 'invalid arguments: "valueOf" is required',
       onlyMissing: true,
     })
+  })
+})
+
+describe('lambdaStreaming() on the Lambda runtime', () => {
+  type Streamified = (event: unknown, responseStream: Writable, context: unknown) => Promise<void>
+  const globals = globalThis as { awslambda?: { streamifyResponse: (fn: Streamified) => Streamified } }
+
+  /**
+   * Runs `run` with the global `awslambda` set to `value` (absent when undefined), then puts back
+   * what was there: a dependency (the AWS SDK) may have set one of its own in this process.
+   */
+  function withAwsLambdaGlobal<T>(value: typeof globals.awslambda, run: () => T): T {
+    const had = Object.hasOwn(globals, 'awslambda')
+    const before = globals.awslambda
+    if (value === undefined) delete globals.awslambda
+    else globals.awslambda = value
+    try {
+      return run()
+    } finally {
+      if (had) globals.awslambda = before
+      else delete globals.awslambda
+    }
+  }
+
+  /** The Node.js runtime's `awslambda.streamifyResponse`, as far as the helper can tell. */
+  const onLambda = <T>(run: () => T): T => withAwsLambdaGlobal({ streamifyResponse: (fn) => fn }, run)
+
+  function responseStream() {
+    const written: string[] = []
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        written.push(chunk.toString())
+        done()
+      },
+    })
+    return { stream, written }
+  }
+
+  const story = defineToolService({
+    arguments: { fail: { type: 'boolean', default: false } },
+    async handler({ arguments: args }) {
+      return (async function* () {
+        yield 'Once '
+        yield 'upon a time.'
+        if (args.fail) throw new Error('the muse left')
+      })()
+    },
+  })
+
+  it('leaves the handler as it is off Lambda, where there is no awslambda global', () => {
+    withAwsLambdaGlobal(undefined, () => {
+      expect('awslambda' in globalThis).toBe(false)
+      expect(lambdaStreaming(story)).toBe(story)
+    })
+  })
+
+  it('leaves the handler as it is where an awslambda global has no streamifyResponse', () => {
+    withAwsLambdaGlobal({} as typeof globals.awslambda, () => expect(lambdaStreaming(story)).toBe(story))
+  })
+
+  it('writes each chunk to the response stream and ends it', async () => {
+    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as Streamified
+    const { stream, written } = responseStream()
+    await streaming({ arguments: {} }, stream, {})
+    expect(written).toStrictEqual(['Once ', 'upon a time.'])
+    expect(stream.writableFinished).toBe(true)
+  })
+
+  it('writes a plain result whole', async () => {
+    const plain = defineToolService({ handler: async () => ({ answer: 42 }) })
+    const streaming = onLambda(() => lambdaStreaming(plain)) as unknown as Streamified
+    const { stream, written } = responseStream()
+    await streaming({}, stream, {})
+    expect(written).toStrictEqual(['{"answer":42}'])
+  })
+
+  it('fails the invocation when the handler throws mid-stream', async () => {
+    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as Streamified
+    const { stream, written } = responseStream()
+    await expect(streaming({ arguments: { fail: true } }, stream, {})).rejects.toThrow('the muse left')
+    expect(written).toStrictEqual(['Once ', 'upon a time.'])
+    expect(stream.destroyed).toBe(true)
+  })
+
+  it('answers the joined chunks when a runtime ignores the streaming mark and calls (event, context), as serverless-offline does', async () => {
+    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as (event: unknown, context: unknown) => Promise<unknown>
+    expect(await streaming({ arguments: {} }, { functionName: 'story', awsRequestId: '1' })).toBe('Once upon a time.')
+  })
+
+  it('answers the joined chunks when called with the event alone, or a null second argument', async () => {
+    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as (event: unknown, context?: unknown) => Promise<unknown>
+    expect(await streaming({ arguments: {} })).toBe('Once upon a time.')
+    expect(await streaming({ arguments: {} }, null)).toBe('Once upon a time.')
+  })
+
+  it('writes no empty chunks: an empty yield or an empty result writes nothing', async () => {
+    const sparse = defineToolService({
+      handler: async () =>
+        (async function* () {
+          yield ''
+          yield 'a'
+          yield ''
+          yield 'b'
+        })(),
+    })
+    const streaming = onLambda(() => lambdaStreaming(sparse)) as unknown as Streamified
+    const { stream, written } = responseStream()
+    await streaming({}, stream, {})
+    expect(written).toStrictEqual(['a', 'b'])
+    const empty = onLambda(() => lambdaStreaming(defineToolService({ handler: async () => '' }))) as unknown as Streamified
+    const nothing = responseStream()
+    await empty({}, nothing.stream, {})
+    expect(nothing.written).toStrictEqual([])
+    expect(nothing.stream.writableFinished).toBe(true)
+  })
+
+  it('fails the invocation when the arguments are invalid', async () => {
+    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as Streamified
+    const { stream } = responseStream()
+    await expect(streaming({ arguments: { fail: 'yes' } }, stream, {})).rejects.toMatchObject({ name: 'InvalidArgumentsError' })
   })
 })

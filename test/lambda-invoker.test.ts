@@ -9,7 +9,6 @@ import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { stringify as toYaml } from 'yaml'
@@ -25,7 +24,6 @@ import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory/memor
 import type { Consumer, Transport } from '../bridge/transports/transport.ts'
 import { ConfigError } from '../shared/errors.ts'
 import { readToolServices, type ToolServiceSpec } from '../bridge/project/tool-services.ts'
-import { defineToolService, lambdaStreaming } from '../shared/handler.ts'
 import { decodeResponse, encodeRequest, ID_PROPERTY, type ToolRequest, type ToolResponse } from '../shared/protocol.ts'
 import { FakeLambda, reply } from './support/fake-lambda.ts'
 import { locatedAt } from './support/located.ts'
@@ -604,81 +602,5 @@ describe('toolbridge invoke --invoker lambda --lambda-endpoint', () => {
     expect(run.stderr).toBe('toolbridge: via an embedded bridge in this process (lambda invoker)\n')
     expect(run).toMatchObject({ code: 0, stdout: 'you said hello\n' })
     expect(fake.callsTo(ECHO.location.lambdaName)).toHaveLength(1)
-  })
-})
-
-describe('lambdaStreaming() on the Lambda runtime', () => {
-  type Streamified = (event: unknown, responseStream: Writable, context: unknown) => Promise<void>
-  const globals = globalThis as { awslambda?: { streamifyResponse: (fn: Streamified) => Streamified } }
-
-  /** The Node.js runtime's `awslambda.streamifyResponse`, as far as the helper can tell. */
-  function onLambda<T>(run: () => T): T {
-    globals.awslambda = { streamifyResponse: (fn) => fn }
-    try {
-      return run()
-    } finally {
-      delete globals.awslambda
-    }
-  }
-
-  function responseStream() {
-    const written: string[] = []
-    const stream = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        written.push(chunk.toString())
-        done()
-      },
-    })
-    return { stream, written }
-  }
-
-  const story = defineToolService({
-    arguments: { fail: { type: 'boolean', default: false } },
-    async handler({ arguments: args }) {
-      return (async function* () {
-        yield 'Once '
-        yield 'upon a time.'
-        if (args.fail) throw new Error('the muse left')
-      })()
-    },
-  })
-
-  it('leaves the handler as it is off Lambda', () => {
-    expect(lambdaStreaming(story)).toBe(story)
-  })
-
-  it('writes each chunk to the response stream and ends it', async () => {
-    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as Streamified
-    const { stream, written } = responseStream()
-    await streaming({ arguments: {} }, stream, {})
-    expect(written).toStrictEqual(['Once ', 'upon a time.'])
-    expect(stream.writableFinished).toBe(true)
-  })
-
-  it('writes a plain result whole', async () => {
-    const plain = defineToolService({ handler: async () => ({ answer: 42 }) })
-    const streaming = onLambda(() => lambdaStreaming(plain)) as unknown as Streamified
-    const { stream, written } = responseStream()
-    await streaming({}, stream, {})
-    expect(written).toStrictEqual(['{"answer":42}'])
-  })
-
-  it('fails the invocation when the handler throws mid-stream', async () => {
-    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as Streamified
-    const { stream, written } = responseStream()
-    await expect(streaming({ arguments: { fail: true } }, stream, {})).rejects.toThrow('the muse left')
-    expect(written).toStrictEqual(['Once ', 'upon a time.'])
-    expect(stream.destroyed).toBe(true)
-  })
-
-  it('answers the joined chunks when a runtime ignores the streaming mark and calls (event, context), as serverless-offline does', async () => {
-    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as (event: unknown, context: unknown) => Promise<unknown>
-    expect(await streaming({ arguments: {} }, { functionName: 'story', awsRequestId: '1' })).toBe('Once upon a time.')
-  })
-
-  it('fails the invocation when the arguments are invalid', async () => {
-    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as Streamified
-    const { stream } = responseStream()
-    await expect(streaming({ arguments: { fail: 'yes' } }, stream, {})).rejects.toMatchObject({ name: 'InvalidArgumentsError' })
   })
 })

@@ -50,15 +50,17 @@ describe('a bad value gets the same message from the bridge, the gateways and de
   const bridgeCheck = compileRequestCheck(spec!)
   const handler = defineToolService({ arguments: declarations, handler: () => 'ok' })
 
-  for (const [label, args] of [
-    ['a string that is not an integer', { n: '1.5' }],
-    ['a missing required argument', { tags: [] }],
-    ['an object for an array and a string for an object', { n: 1, tags: {}, opts: 'x' }],
+  for (const [label, args, message] of [
+    ['a string that is not an integer', { n: '1.5' }, 'invalid arguments: "n" must be an integer, got the string "1.5"'],
+    ['a missing required argument', { tags: [] }, 'invalid arguments: "n" is required'],
+    [
+      'an object for an array and a string for an object',
+      { n: 1, tags: {}, opts: 'x' },
+      'invalid arguments: "tags" must be an array, got object; "opts" must be an object, got the string "x"',
+    ],
   ] as const) {
     it(`for ${label}`, async () => {
-      const shared = checkArguments(args, rules)
-      expect(shared.ok).toBe(false)
-      const message = (shared as { message: string }).message
+      expect(checkArguments(args, rules)).toMatchObject({ ok: false, message })
       expect(bridgeCheck({ user: '', config: {}, arguments: { ...args } })).toEqual({ ok: false, kind: 'invalid-arguments', message })
       await expect(handler({ config: '{}', arguments: JSON.stringify(args) }, undefined)).rejects.toThrow(message)
     })

@@ -329,6 +329,17 @@ describe('decodeResponse', () => {
     })
   })
 
+  it('gives an error without type or message empty ones, and writes other values of them as text', () => {
+    expect(decoded(decodeResponse(bytes('{"error": {}}')))).toStrictEqual({ error: { type: '', message: '' }, response: '', end_of_stream: true })
+    expect(decoded(decodeResponse(bytes('{"error": {"type": 7, "message": false}}'))).error).toStrictEqual({ type: '7', message: 'false' })
+  })
+
+  it('takes a null response as the empty text and refuses one that is not a string', () => {
+    expect(decoded(decodeResponse(bytes('{"error": null, "response": null}')))).toStrictEqual({ error: null, response: '', end_of_stream: false })
+    expect(decodeResponse(bytes('{"response": 5}'))).toStrictEqual({ ok: false, message: '"response" must be a string' })
+    expect(decodeResponse(bytes('{"error": "boom"}'))).toStrictEqual({ ok: false, message: '"error" must be an object or null' })
+  })
+
   it('forces end_of_stream to true when an error is set', () => {
     const wire = '{"error":{"type":"tool-service-error","message":"boom"},"response":"","end_of_stream":false}'
     expect(decoded(decodeResponse(bytes(wire)))).toStrictEqual({
@@ -385,6 +396,11 @@ describe('resultText', () => {
   it('sends undefined as the empty string', () => {
     expect(resultText(undefined)).toBe('')
   })
+
+  it('sends what JSON cannot write, a function or a symbol, as the empty string', () => {
+    expect(resultText(() => 'never called')).toBe('')
+    expect(resultText(Symbol('s'))).toBe('')
+  })
 })
 
 describe('nesting depth of config and arguments', () => {
@@ -399,6 +415,20 @@ describe('nesting depth of config and arguments', () => {
     for (const depth of [MAX_NESTING_DEPTH, 100_000]) {
       expect(decodeRequest(body(nested(depth)))).toStrictEqual({ ok: false, message: `"arguments" nests deeper than ${MAX_NESTING_DEPTH} levels` })
     }
+  })
+
+  it('counts only objects and arrays: strings, numbers and null at the deepest level add none', () => {
+    expect(decodeRequest(body('['.repeat(MAX_NESTING_DEPTH - 1) + '"x", 1, null, true' + ']'.repeat(MAX_NESTING_DEPTH - 1))).ok).toBe(true)
+    expect(decodeRequest(body('['.repeat(MAX_NESTING_DEPTH - 2) + '[], {}, null' + ']'.repeat(MAX_NESTING_DEPTH - 2))).ok).toBe(true)
+  })
+
+  it('is refused by encodeRequest too, as a bad request, before anything is written', () => {
+    const deep = (depth: number): unknown => (depth === 0 ? 'leaf' : [deep(depth - 1)])
+    expect(() => encodeRequest({ arguments: { a: deep(MAX_NESTING_DEPTH) } })).toThrow(
+      expect.objectContaining({ kind: 'bad-request', message: `"arguments" nests deeper than ${MAX_NESTING_DEPTH} levels` }),
+    )
+    expect(() => encodeRequest({ config: { a: deep(MAX_NESTING_DEPTH) } })).toThrow(`"config" nests deeper than ${MAX_NESTING_DEPTH} levels`)
+    expect(decodeRequest(encodeRequest({ arguments: { a: deep(MAX_NESTING_DEPTH - 1) } })).ok).toBe(true)
   })
 
   it('counts objects as well as arrays, in config too', () => {

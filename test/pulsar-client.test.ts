@@ -14,7 +14,16 @@ import { decompress } from '../lib/pulsar-client/compression.ts'
 import { crc32c } from '../lib/pulsar-client/crc32c.ts'
 import { PulsarError, PulsarServerError } from '../lib/pulsar-client/errors.ts'
 import { FrameDecoder, parseFrame, payloadFrame, simpleFrame } from '../lib/pulsar-client/frame.ts'
-import { CompressionType, decode, decodeCommand, encode, encodeCommand, MessageMetadata } from '../lib/pulsar-client/proto.ts'
+import {
+  CompressionType,
+  decode,
+  decodeCommand,
+  encode,
+  encodeCommand,
+  MessageIdData,
+  MessageMetadata,
+  SingleMessageMetadata,
+} from '../lib/pulsar-client/proto.ts'
 
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8')
 const utf8 = (s: string) => new Uint8Array(Buffer.from(s, 'utf8'))
@@ -80,6 +89,73 @@ describe('protobuf codecs', () => {
     const metadata = decode<MessageMetadata>(MessageMetadata, writer.finish())
     expect(metadata).toEqual({ producer_name: 'producer-1', sequence_id: 12, publish_time: 1_700_000_000_000 })
     expect(metadata.num_messages_in_batch).toBeUndefined()
+  })
+
+  it('carries every field of the message metadata it reads or writes', () => {
+    const full: MessageMetadata = {
+      producer_name: 'p-1',
+      sequence_id: 2 ** 40,
+      publish_time: 1_700_000_000_000,
+      properties: [
+        { key: 'id', value: 'abc' },
+        { key: 'empty', value: '' },
+      ],
+      replicated_from: 'other-cluster',
+      partition_key: 'k',
+      compression: CompressionType.ZSTD,
+      uncompressed_size: 4_000_000_000,
+      num_messages_in_batch: 3,
+      event_time: 1_600_000_000_000,
+      encryption_keys: [new Uint8Array([1, 2]), new Uint8Array([3])],
+      schema_version: new Uint8Array([0, 0, 0, 7]),
+      marker_type: 2,
+      null_value: true,
+      uuid: 'u-u-i-d',
+      num_chunks_from_msg: 4,
+      chunk_id: 1,
+    }
+    expect(decode<MessageMetadata>(MessageMetadata, encode(MessageMetadata, full))).toEqual(full)
+    // A negative int32 and a false bool come back as they went.
+    const negative = { producer_name: '', sequence_id: 0, publish_time: 0, marker_type: -1, null_value: false }
+    expect(decode<MessageMetadata>(MessageMetadata, encode(MessageMetadata, negative))).toEqual(negative)
+  })
+
+  it('carries every field of a batched message’s metadata and of a message id', () => {
+    const single: SingleMessageMetadata = {
+      properties: [{ key: 'a', value: 'b' }],
+      partition_key: 'pk',
+      payload_size: 12,
+      compacted_out: true,
+      event_time: 2 ** 41,
+      sequence_id: 2 ** 42,
+      null_value: true,
+    }
+    expect(decode(SingleMessageMetadata, encode(SingleMessageMetadata, single))).toEqual(single)
+    const id: MessageIdData = { ledgerId: 2n ** 64n - 1n, entryId: 0n, partition: -1, batch_index: 5, batch_size: 9 }
+    expect(decode(MessageIdData, encode(MessageIdData, id))).toEqual(id)
+  })
+
+  it('writes the connect command’s feature flags and the authentication data of a response as PulsarApi.proto numbers them', () => {
+    const flags = { supports_auth_refresh: true, supports_broker_entry_metadata: true, supports_partial_producer: true, supports_topic_watchers: true }
+    // 08 02: CONNECT; 12 0a: field 2, 10 bytes; 52 08: feature_flags (field 10), 8 bytes; 08 01 10 01 18 01 20 01: flags 1 to 4 true
+    expect(Buffer.from(encodeCommand('connect', { feature_flags: flags })).toString('hex')).toBe('0802120a52080801100118012001')
+    // 08 25: AUTH_RESPONSE (37); aa 02 0c: field 37, 12 bytes; 12 0a: response (field 2); 0a 05 "token": auth_method_name; 12 01 04: auth_data
+    const answer = encodeCommand('auth_response', { response: { auth_method_name: 'token', auth_data: new Uint8Array([4]) } })
+    expect(Buffer.from(answer).toString('hex')).toBe('0825aa020c120a0a05746f6b656e120104')
+    const challenge = { server_version: 's', challenge: { auth_method_name: 'token', auth_data: new Uint8Array([1, 2, 3]) }, protocol_version: 21 }
+    expect(decodeCommand(encodeCommand('auth_challenge', challenge))).toEqual({ type: 'auth_challenge', body: challenge })
+  })
+
+  it('reads a BaseCommand whatever else it carries: a type sent as bytes, other varints and no body', () => {
+    expect(decodeCommand(new Uint8Array(0))).toEqual({ type: 'unknown', typeNumber: -1 })
+    const writer = new BinaryWriter()
+    writer.tag(1, WireType.LengthDelimited).bytes(new Uint8Array([18])) // field 1 with the wrong wire type: skipped
+    writer.tag(1, WireType.Varint).int32(18) // ping
+    writer.tag(7, WireType.Varint).int32(1) // a varint in a command's place: skipped
+    expect(decodeCommand(writer.finish())).toEqual({ type: 'ping', body: {} })
+    const noBody = new BinaryWriter()
+    noBody.tag(1, WireType.Varint).int32(13)
+    expect(decodeCommand(noBody.finish())).toEqual({ type: 'success', body: {} })
   })
 
   it('reports an unknown command type as unknown rather than failing', () => {
@@ -159,6 +235,114 @@ describe('frames', () => {
   })
 })
 
+describe('frames: what a peer may send', () => {
+  const metadata = { producer_name: 'p', sequence_id: 7, publish_time: 42 }
+  const command = encodeCommand('message', { consumer_id: 1, message_id: { ledgerId: 1n, entryId: 2n } })
+
+  /** A payload frame (without its totalSize field) as a peer that leaves out the optional CRC32C writes it. */
+  function withoutChecksum(payload: Uint8Array, options: { brokerEntry?: Uint8Array } = {}): Buffer {
+    const meta = encode(MessageMetadata, metadata)
+    const head = Buffer.alloc(4)
+    head.writeUInt32BE(command.length, 0)
+    const parts: Uint8Array[] = [head, command]
+    if (options.brokerEntry) {
+      const extra = Buffer.alloc(6)
+      extra.writeUInt16BE(0x0e02, 0)
+      extra.writeUInt32BE(options.brokerEntry.length, 2)
+      parts.push(extra, options.brokerEntry)
+    }
+    const size = Buffer.alloc(4)
+    size.writeUInt32BE(meta.length, 0)
+    parts.push(size, meta, payload)
+    return Buffer.concat(parts)
+  }
+
+  const failure = (run: () => unknown): PulsarError => {
+    try {
+      run()
+    } catch (err) {
+      expect(err).toBeInstanceOf(PulsarError)
+      return err as PulsarError
+    }
+    throw new Error('expected a PulsarError')
+  }
+
+  it('parses a payload frame without the optional CRC32C, as sound', () => {
+    const parsed = parseFrame(withoutChecksum(utf8('hello')))
+    expect(decodeCommand(parsed.command).type).toBe('message')
+    expect(parsed.message).toStrictEqual({ metadata, payload: expect.anything(), checksumOk: true })
+    expect(text(parsed.message!.payload)).toBe('hello')
+  })
+
+  it('parses one without CRC32C behind broker-entry metadata', () => {
+    const parsed = parseFrame(withoutChecksum(utf8('after the entry'), { brokerEntry: Buffer.from([0x08, 0x2a]) }))
+    expect(parsed.message?.checksumOk).toBe(true)
+    expect(parsed.message?.metadata).toEqual(metadata)
+    expect(text(parsed.message!.payload)).toBe('after the entry')
+  })
+
+  it('parses the smallest frame, an empty command, and hands on a frame of size 0 for parseFrame to refuse', () => {
+    const smallest = parseFrame(Buffer.from([0, 0, 0, 0]))
+    expect(smallest.command.length).toBe(0)
+    expect(smallest.message).toBeUndefined()
+    const empty = new FrameDecoder(1 << 20).push(Buffer.from([0, 0, 0, 0]))
+    expect(empty.map((f) => f.length)).toEqual([0])
+    expect(() => parseFrame(empty[0]!)).toThrow('frame of 0 bytes is too short')
+  })
+
+  it('parses an empty payload, and a simple frame whose command fills it exactly', () => {
+    const parsed = parseFrame(withoutChecksum(new Uint8Array(0)))
+    expect(parsed.message?.payload.length).toBe(0)
+    const simple = parseFrame(simpleFrame(command).subarray(4))
+    expect(simple.message).toBeUndefined()
+    expect(Buffer.from(simple.command).equals(Buffer.from(command))).toBe(true)
+  })
+
+  it('refuses message metadata that overruns the frame, as a protocol error worth reconnecting for', () => {
+    const frame = withoutChecksum(utf8('x'))
+    const at = 4 + command.length
+    frame.writeUInt32BE(frame.length - at - 4 + 1, at) // one byte more than is left
+    const error = failure(() => parseFrame(frame))
+    expect(error.code).toBe('ProtocolError')
+    expect(error.retriable).toBe(true)
+    expect(error.message).toBe(`message metadata of ${frame.length - at - 3} bytes overruns its frame`)
+    // Exactly what is left is metadata and an empty payload.
+    frame.writeUInt32BE(frame.length - at - 4, at)
+    expect(() => parseFrame(frame)).not.toThrow(PulsarError)
+  })
+
+  it('refuses a frame too short to hold its command size, and a command that overruns it, both retriable', () => {
+    const short = failure(() => parseFrame(Buffer.from([0, 0, 0])))
+    expect(short).toMatchObject({ code: 'ProtocolError', retriable: true, message: 'frame of 3 bytes is too short' })
+    const frame = simpleFrame(command).subarray(4)
+    frame.writeUInt32BE(command.length + 1, 0)
+    expect(failure(() => parseFrame(frame))).toMatchObject({
+      code: 'ProtocolError',
+      retriable: true,
+      message: `command of ${command.length + 1} bytes overruns its ${frame.length}-byte frame`,
+    })
+  })
+
+  it('takes a frame of exactly the size limit and refuses one byte more, retriable', () => {
+    const frame = simpleFrame(command)
+    const size = frame.length - 4
+    expect(feed(frame, frame.length, new FrameDecoder(size))).toHaveLength(1)
+    const error = failure(() => feed(frame, frame.length, new FrameDecoder(size - 1)))
+    expect(error).toMatchObject({ code: 'ProtocolError', retriable: true, message: `frame of ${size} bytes is over the limit of ${size - 1}` })
+  })
+
+  it('keeps the bytes of the next frame that came with the end of this one', () => {
+    const one = simpleFrame(encodeCommand('ping', {}))
+    const two = simpleFrame(encodeCommand('pong', {}))
+    const decoder = new FrameDecoder(1 << 20)
+    const both = Buffer.concat([one, two])
+    // The first push ends inside the second frame's size field.
+    expect(decoder.push(both.subarray(0, one.length + 2)).map((f) => decodeCommand(parseFrame(f).command).type)).toEqual(['ping'])
+    expect(decoder.push(both.subarray(one.length + 2)).map((f) => decodeCommand(parseFrame(f).command).type)).toEqual(['pong'])
+    expect(decoder.push(Buffer.alloc(0))).toEqual([])
+  })
+})
+
 describe('batches', () => {
   it('unpacks what a batching producer packs, with per-message properties', () => {
     const packed = packBatch([
@@ -177,6 +361,42 @@ describe('batches', () => {
     const packed = packBatch([{ metadata: {}, payload: utf8('only') }])
     expect(() => unpackBatch(packed, 2)).toThrow(/message 1 of 2 is missing/)
     expect(() => unpackBatch(packed.subarray(0, packed.length - 1), 1)).toThrow(/overruns/)
+  })
+})
+
+describe('batches: what a producer may get wrong', () => {
+  const packed = packBatch([
+    { metadata: {}, payload: utf8('one') },
+    { metadata: {}, payload: utf8('two') },
+  ])
+
+  const failure = (run: () => unknown): PulsarError => {
+    try {
+      run()
+    } catch (err) {
+      expect(err).toBeInstanceOf(PulsarError)
+      return err as PulsarError
+    }
+    throw new Error('expected a PulsarError')
+  }
+
+  it('refuses metadata that overruns the batch, as a final protocol error: the same entry fails the same way every time', () => {
+    const first = Buffer.from(packed).readUInt32BE(0)
+    const cut = packed.subarray(0, 4 + first - 1)
+    expect(failure(() => unpackBatch(cut, 1))).toMatchObject({
+      code: 'ProtocolError',
+      retriable: false,
+      message: 'malformed batch: the metadata of message 0 overruns the batch',
+    })
+    expect(failure(() => unpackBatch(packed.subarray(0, 3), 1))).toMatchObject({ retriable: false, message: 'malformed batch: message 0 of 1 is missing' })
+  })
+
+  it('reads a batch that ends exactly with its last message, and one whose last message is empty', () => {
+    expect(unpackBatch(packed, 2).map((e) => text(e.payload))).toEqual(['one', 'two'])
+    const withEmpty = packBatch([{ metadata: {}, payload: utf8('x') }, { metadata: {}, payload: new Uint8Array(0) }])
+    expect(unpackBatch(withEmpty, 2).map((e) => text(e.payload))).toEqual(['x', ''])
+    // A metadata of zero bytes (payload_size absent) at the very end is a message with no payload.
+    expect(unpackBatch(new Uint8Array([0, 0, 0, 0]), 1).map((e) => e.payload.length)).toEqual([0])
   })
 })
 
@@ -217,6 +437,55 @@ describe('compression', () => {
     })()
     expect(error).toBeInstanceOf(PulsarError)
     expect((error as PulsarError).code).toBe('ProtocolError')
+  })
+
+  it.each(codecs)('refuses a $name payload that inflates past its declared size, as a final protocol error', ({ type, compress }) => {
+    const error = (() => {
+      try {
+        decompress(type, compress(original), original.length - 1)
+      } catch (err) {
+        return err
+      }
+    })()
+    expect(error).toBeInstanceOf(PulsarError)
+    expect(error).toMatchObject({ code: 'ProtocolError', retriable: false })
+  })
+
+  it('stops inflating a ZLIB or LZ4 bomb at the declared size', () => {
+    // 2 MiB of zeros in a few kilobytes: refused, never held whole.
+    const bomb = new Uint8Array(2 << 20)
+    const lz4 = (() => {
+      const out = new Uint8Array(compressBound(bomb.length))
+      return out.subarray(0, compressBlock(bomb, out, 0, bomb.length, new Uint32Array(1 << 16)))
+    })()
+    for (const [type, data] of [
+      [CompressionType.ZLIB, deflateSync(bomb)],
+      [CompressionType.LZ4, lz4],
+    ] as const) {
+      expect(data.length).toBeLessThan(64 << 10)
+      expect(() => decompress(type, data, 1000)).toThrow(PulsarError)
+    }
+    expect(() => decompress(CompressionType.ZLIB, deflateSync(bomb), 1000)).toThrow(
+      'cannot decompress a ZLIB payload: it inflates past the 1000 bytes its metadata says',
+    )
+  })
+
+  it('refuses a payload that decompresses short of its declared size, naming both sizes', () => {
+    expect(() => decompress(CompressionType.ZSTD, zstdCompressSync(original), original.length + 5)).toThrow(
+      `a ZSTD payload decompressed to ${original.length} bytes, its metadata says ${original.length + 5}`,
+    )
+  })
+
+  it('names every codec in its messages', () => {
+    expect(() => decompress(CompressionType.LZ4, utf8('not lz4 at all, not at all'), 3)).toThrow(/LZ4 payload/)
+    const lz4 = new Uint8Array(compressBound(original.length))
+    const block = lz4.subarray(0, compressBlock(original, lz4, 0, original.length, new Uint32Array(1 << 16)))
+    expect(() => decompress(CompressionType.LZ4, block, original.length - 1)).toThrow(
+      `cannot decompress a LZ4 payload: the block holds ${original.length} bytes`,
+    )
+    expect(() => decompress(CompressionType.SNAPPY, snappyCompress(original), 1)).toThrow(/SNAPPY payload/)
+    expect(() => decompress(CompressionType.ZLIB, utf8('garbage'), 1)).toThrow(/^cannot decompress a ZLIB payload: /)
+    expect(() => decompress(9, original, 1)).toThrow(expect.objectContaining({ code: 'Unsupported', retriable: false }))
   })
 
   it('passes an uncompressed payload through and refuses an unknown codec', () => {

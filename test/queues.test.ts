@@ -237,6 +237,24 @@ describe('bad queue names', () => {
     )
   })
 
+  it('names the part of a Pulsar URI that is wrong: the tenant or the namespace', () => {
+    refuses(
+      'non-persistent://t g/request/joke',
+      'queue "non-persistent://t g/request/joke": tenant "t g" may only contain letters, digits, ".", "_" and "-"',
+    )
+    refuses(
+      'persistent://tg/re quest/joke',
+      'queue "persistent://tg/re quest/joke": namespace "re quest" may only contain letters, digits, ".", "_" and "-"',
+    )
+  })
+
+  it('refuses a Pulsar URI with anything before its scheme or after its topic', () => {
+    const neither = (name: string) =>
+      `queue "${name}" is neither a Pulsar URI (non-persistent://tg/request/joke) nor class:topicspace:topic (request:tg:joke)`
+    refuses('x-non-persistent://tg/request/joke', neither('x-non-persistent://tg/request/joke'))
+    refuses('non-persistent://tg/request/joke\nmore', neither('non-persistent://tg/request/joke\nmore'))
+  })
+
   it('refuses a Pulsar URI without a topic', () => {
     refuses(
       'non-persistent://tg/request',

@@ -4,6 +4,7 @@ import {
   chunkResponse,
   decodeResponse,
   encodeResponse,
+  errorResponse,
   finalResponse,
   type ToolResponse,
 } from '../shared/protocol.ts'
@@ -241,6 +242,49 @@ describe('stream mode', () => {
   })
 })
 
+describe('a long error message', () => {
+  const ERROR_ENVELOPE = encodeResponse(errorResponse('function-error', '')).byteLength
+
+  for (const mode of ['single', 'stream'] as const) {
+    it(`is cut to fill the message exactly and ends with "…" (${mode} mode)`, async () => {
+      const broker = recorder()
+      const limit = 1000
+      await createResponder(mode, broker.publish, limit).finish({ ok: false, kind: 'function-error', message: 'E'.repeat(5000) })
+      const message = broker.messages.at(-1)!.error!.message
+      // ASCII: every byte of the limit is used, the escaped "…" (\u2026) taking the last six.
+      expect(message).toBe('E'.repeat(limit - ERROR_ENVELOPE - 6) + '…')
+      expect(broker.bodies.at(-1)!.byteLength).toBe(limit)
+    })
+  }
+
+  it('is cut between whole characters, as long as the limit allows, when they are not ASCII', async () => {
+    const broker = recorder()
+    const limit = 1000
+    const original = 'é😀'.repeat(500)
+    await createResponder('single', broker.publish, limit).finish({ ok: false, kind: 'function-error', message: original })
+    const message = broker.messages[0]!.error!.message
+    expect(message.endsWith('…')).toBe(true)
+    const kept = message.slice(0, -1)
+    expect(kept.isWellFormed()).toBe(true)
+    expect(original.startsWith(kept)).toBe(true)
+    expect(broker.bodies[0]!.byteLength).toBeLessThanOrEqual(limit)
+    // One more character of the original would not have fitted.
+    const next = String.fromCodePoint(original.codePointAt(kept.length)!)
+    expect(encodeResponse(errorResponse('function-error', kept + next + '…')).byteLength).toBeGreaterThan(limit)
+  })
+
+  it('is sent whole, without "…", when it fits exactly', async () => {
+    const broker = recorder()
+    const message = 'x'.repeat(200)
+    const limit = encodeResponse(errorResponse('function-error', message)).byteLength
+    await createResponder('single', broker.publish, limit).finish({ ok: false, kind: 'function-error', message })
+    expect(broker.messages[0]!.error!.message).toBe(message)
+    const shorter = recorder()
+    await createResponder('single', shorter.publish, limit - 1).finish({ ok: false, kind: 'function-error', message })
+    expect(shorter.messages[0]!.error!.message).toBe('x'.repeat(200 - 7) + '…')
+  })
+})
+
 describe('splitForMessages', () => {
   const SAMPLES: Record<string, string> = {
     emoji: '😀'.repeat(100),
@@ -270,6 +314,37 @@ describe('splitForMessages', () => {
       }
     })
   }
+
+  // Characters whose escaped size is known exactly (control characters other than \u0001 are written shorter than the 6 bytes counted).
+  const EXACT = ['emoji', 'e-acute', 'CJK', 'quotes', 'backslashes', 'DEL and U+2028', 'mixed ASCII']
+  for (const label of EXACT) {
+    it(`packs ${label} as full as the limit allows: the next character would not have fitted`, () => {
+      const sample = label === 'mixed ASCII' ? 'a😀é"漢\\b\u2028~ '.repeat(40) : SAMPLES[label]!
+      for (const limit of LIMITS) {
+        const pieces = splitForMessages(sample, limit)
+        let at = 0
+        for (const piece of pieces.slice(0, -1)) {
+          at += piece.length
+          const next = String.fromCodePoint(sample.codePointAt(at)!)
+          expect(encodeResponse(chunkResponse(piece + next)).byteLength, `limit ${limit}, piece ${JSON.stringify(piece)}`).toBeGreaterThan(limit)
+        }
+      }
+    })
+  }
+
+  it('counts U+FFFF, the last character of the basic plane, as one \\uXXXX escape', () => {
+    expect(splitForMessages('\uffff'.repeat(4), ENVELOPE + 12)).toStrictEqual(['\uffff\uffff', '\uffff\uffff'])
+  })
+
+  it('never makes an empty piece, even for a character bigger than the budget', () => {
+    expect(splitForMessages('😀😀', ENVELOPE + 6)).toStrictEqual(['😀', '😀'])
+  })
+
+  it('puts as many two-byte-escaped characters in a piece as fit', () => {
+    expect(splitForMessages('"\\'.repeat(5), ENVELOPE + 6)).toStrictEqual(['"\\"', '\\"\\', '"\\"', '\\'])
+    expect(splitForMessages('é'.repeat(5), ENVELOPE + 12)).toStrictEqual(['éé', 'éé', 'é'])
+    expect(splitForMessages('\u007f~'.repeat(3), ENVELOPE + 7)).toStrictEqual(['\u007f~', '\u007f~', '\u007f~'])
+  })
 
   it('keeps the UTF-8 bytes of the pieces equal to those of the original', () => {
     const sample = SAMPLES.mixed!

@@ -78,8 +78,9 @@ const send = (publish: Publish, response: ToolResponse) => publish(encodeRespons
 /** An error response that fits one message: a long message is cut (whole characters) and marked with "…". */
 export function boundedErrorResponse(kind: ErrorKind, message: string, maxBodyBytes: number): ToolResponse {
   const budget = maxBodyBytes - encodeResponse(errorResponse(kind, '')).byteLength
-  const pieces = splitByEscapedBytes(message, budget - 6) // room for the escaped "…"
-  return errorResponse(kind, pieces.length === 1 ? message : pieces[0] + '…')
+  if (splitByEscapedBytes(message, budget).length === 1) return errorResponse(kind, message)
+  const [kept] = splitByEscapedBytes(message, budget - 6) // room for the escaped "…"
+  return errorResponse(kind, kept + '…')
 }
 
 function singleResponder(publish: Publish, maxBodyBytes: number): Responder {

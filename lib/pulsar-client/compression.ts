@@ -24,8 +24,13 @@ function inflate(type: number, data: Uint8Array, uncompressedSize: number): Uint
       if (end !== uncompressedSize) throw new Error(`the block holds ${end} bytes`)
       return out
     }
-    case CompressionType.ZLIB:
-      return unzlibSync(data, { out: new Uint8Array(uncompressedSize) })
+    case CompressionType.ZLIB: {
+      // Output stops at the buffer's end and what does not fit is dropped silently: one byte of
+      // room more than declared tells a payload that inflates past its size from one that fits.
+      const out = unzlibSync(data, { out: new Uint8Array(uncompressedSize + 1) })
+      if (out.length > uncompressedSize) throw new Error(`it inflates past the ${uncompressedSize} bytes its metadata says`)
+      return out
+    }
     case CompressionType.ZSTD:
       // Given an output buffer, fzstd returns all of it however much it filled: let it size its own.
       return zstdDecompress(data)
