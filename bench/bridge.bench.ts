@@ -108,7 +108,12 @@ async function measureCell(call: Call, inFlight: number): Promise<CellStats> {
 }
 
 /** A hand-written service on the embedded broker: answers every request with fixed bytes, under its id. */
-async function startEchoService(broker: MemoryBroker, spec: { requestQueue: string; responseQueue: string }, concurrency: number, body: Uint8Array) {
+async function startEchoService(
+  broker: MemoryBroker,
+  spec: { requestQueue: string; responseQueue: string },
+  concurrency: number,
+  body: Uint8Array,
+) {
   const transport = new MemoryTransport(broker)
   await transport.connect()
   await transport.consume(spec.requestQueue, { subscription: 'bench-echo', concurrency }, (delivery) => {
@@ -165,9 +170,15 @@ async function main(): Promise<void> {
       `bench uses ${INVOKER_KINDS.map((k) => `${k}=${concurrencyFor(k)}`).join(', ')}`,
   )
   console.log(`event: ${JSON.stringify(event)}`)
-  console.log(`cells: ${WARMUP_SECONDS}s warm-up + ${SECONDS}s measured, in-flight ${IN_FLIGHT.join(', ')}, closed loop`)
-  console.log('vs direct = req/s over the direct call\'s; p50 +ms = p50 minus the direct call\'s; cpu us/req = process CPU (all threads) per request')
-  console.log('vs echo = req/s over the raw echo service\'s on the same broker and client; RSS = the bench process after the cell')
+  console.log(
+    `cells: ${WARMUP_SECONDS}s warm-up + ${SECONDS}s measured, in-flight ${IN_FLIGHT.join(', ')}, closed loop`,
+  )
+  console.log(
+    "vs direct = req/s over the direct call's; p50 +ms = p50 minus the direct call's; cpu us/req = process CPU (all threads) per request",
+  )
+  console.log(
+    "vs echo = req/s over the raw echo service's on the same broker and client; RSS = the bench process after the cell",
+  )
   console.log('')
   printHeader(COLUMNS)
 
@@ -179,7 +190,15 @@ async function main(): Promise<void> {
   for (const inFlight of IN_FLIGHT) {
     const stats = await measureCell(direct, inFlight)
     baseline.set(inFlight, stats)
-    const row: Row = { invoker: 'direct', inFlight, concurrency: null, ...stats, ratioToBaseline: 1, ratioToEcho: null, p50OverheadMs: 0 }
+    const row: Row = {
+      invoker: 'direct',
+      inFlight,
+      concurrency: null,
+      ...stats,
+      ratioToBaseline: 1,
+      ratioToEcho: null,
+      p50OverheadMs: 0,
+    }
     rows.push(row)
     printRow(COLUMNS, row)
   }
@@ -223,7 +242,9 @@ async function main(): Promise<void> {
     const concurrency = concurrencyFor(kind)
     const served = { ...project, services: [{ ...spec, concurrency }] }
     // Embedded broker, HTTP gateway off (port ''), nothing from TOOLBRIDGE_* in the environment.
-    const runtime = await startRuntime(served, resolveSettings({ invoker: kind, port: '' }, {}), { memoryBroker: new MemoryBroker() })
+    const runtime = await startRuntime(served, resolveSettings({ invoker: kind, port: '' }, {}), {
+      memoryBroker: new MemoryBroker(),
+    })
     const client = new RequestClient(await runtime.connectClient(), spec)
     await client.start()
     try {
@@ -265,7 +286,9 @@ async function main(): Promise<void> {
   targets.push({
     target: 'in-process throughput',
     goal: `>= ${TARGETS.inProcessReqPerSec} req/s`,
-    reached: bestInProcess ? `${fmtInt(bestInProcess.reqPerSec)} req/s (in-flight ${bestInProcess.inFlight})` : 'not run',
+    reached: bestInProcess
+      ? `${fmtInt(bestInProcess.reqPerSec)} req/s (in-flight ${bestInProcess.inFlight})`
+      : 'not run',
     met: bestInProcess ? bestInProcess.reqPerSec >= TARGETS.inProcessReqPerSec : null,
   })
   targets.push({
@@ -285,7 +308,9 @@ async function main(): Promise<void> {
     })
   }
   console.log('')
-  console.log(`targets (throughput: best in-flight level; p50 overhead: at in-flight ${lowest}, where latency is not queueing):`)
+  console.log(
+    `targets (throughput: best in-flight level; p50 overhead: at in-flight ${lowest}, where latency is not queueing):`,
+  )
   for (const t of targets) {
     const verdict = t.met === null ? 'n/a ' : t.met ? 'MET ' : 'MISS'
     console.log(`  ${verdict}  ${t.target}: ${t.reached} (goal ${t.goal})`)
@@ -311,7 +336,7 @@ async function main(): Promise<void> {
       seconds: SECONDS,
       loadGenerator: 'closed loop: each of in-flight callers sends its next request when the previous settles',
       baseline: 'direct await handler(event, context) of functions/joke/handler.ts, same loop, same run',
-      echo: 'a raw echo service on the same MemoryBroker answering the bridge\'s bytes for this request, same client, same run',
+      echo: "a raw echo service on the same MemoryBroker answering the bridge's bytes for this request, same client, same run",
     },
     rows,
     targets,

@@ -33,7 +33,15 @@
 import { readFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { Admin, Consumer, MessagesStreamFallbackModes, MessagesStreamModes, Producer, stringDeserializer, stringSerializer } from '@platformatic/kafka'
+import {
+  Admin,
+  Consumer,
+  MessagesStreamFallbackModes,
+  MessagesStreamModes,
+  Producer,
+  stringDeserializer,
+  stringSerializer,
+} from '@platformatic/kafka'
 import type { Message } from '@platformatic/kafka'
 import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import type { Project } from '../bridge/project/project.ts'
@@ -85,15 +93,26 @@ const STARTUP_TIMEOUT_MS = 60_000
 type Setup = 'baseline' | InvokerKind
 const SETUPS: Setup[] = ['baseline', ...BRIDGE_KINDS]
 const topicOf = (setup: Setup) => (setup === 'baseline' ? 'bench-echo' : `bench-joke-${setup}`)
-const kafkaNames = (setup: Setup) => ({ request: `tg.request.${topicOf(setup)}`, response: `tg.response.${topicOf(setup)}` })
+const kafkaNames = (setup: Setup) => ({
+  request: `tg.request.${topicOf(setup)}`,
+  response: `tg.response.${topicOf(setup)}`,
+})
 
 const connection = parseKafkaUrl(BROKER)
-const clientOptions = { clientId: 'toolbridge-bench', bootstrapBrokers: connection.brokers, retries: 3, retryDelay: 250 }
+const clientOptions = {
+  clientId: 'toolbridge-bench',
+  bootstrapBrokers: connection.brokers,
+  retries: 3,
+  retryDelay: 250,
+}
 
 /** The Kafka JVM started by scripts/kafka.sh, for its CPU time. */
 function brokerCpuUs(): number {
   try {
-    const pid = readFileSync(join(process.env.TOOLBRIDGE_KAFKA_DIR ?? join(homedir(), '.cache/toolbridge/kafka'), 'kafka.pid'), 'utf8').trim()
+    const pid = readFileSync(
+      join(process.env.TOOLBRIDGE_KAFKA_DIR ?? join(homedir(), '.cache/toolbridge/kafka'), 'kafka.pid'),
+      'utf8',
+    ).trim()
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
     return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
   } catch {
@@ -108,7 +127,8 @@ async function resetTopics(): Promise<void> {
     const doomed = SETUPS.flatMap((s) => Object.values(kafkaNames(s))).filter((t) => existing.has(t))
     if (doomed.length > 0) await admin.deleteTopics({ topics: doomed })
     const groups = await admin.listGroups()
-    for (const group of ['bench-echo-request', ...BRIDGE_KINDS.map((k) => `${SERVICE_ID}-${k}-request`)]) if (groups.has(group)) await admin.deleteGroups({ groups: [group] }).catch(() => {})
+    for (const group of ['bench-echo-request', ...BRIDGE_KINDS.map((k) => `${SERVICE_ID}-${k}-request`)])
+      if (groups.has(group)) await admin.deleteGroups({ groups: [group] }).catch(() => {})
     for (let i = 0; i < 100 && doomed.length > 0; i++) {
       const left = new Set(await admin.listTopics())
       if (!doomed.some((t) => left.has(t))) break
@@ -122,7 +142,11 @@ async function resetTopics(): Promise<void> {
 /** The raw echo: consume, answer with fixed bytes, commit after the broker acknowledged the answer. */
 async function startEcho(responseBody: Buffer): Promise<{ close(): Promise<void> }> {
   const { request, response } = kafkaNames('baseline')
-  const producer = new Producer<Buffer, Buffer, string, string>({ ...clientOptions, maxInflights: 64, serializers: { headerKey: stringSerializer, headerValue: stringSerializer } })
+  const producer = new Producer<Buffer, Buffer, string, string>({
+    ...clientOptions,
+    maxInflights: 64,
+    serializers: { headerKey: stringSerializer, headerValue: stringSerializer },
+  })
   const admin = new Admin(clientOptions)
   await admin.createTopics({ topics: [request, response], partitions: 1, replicas: -1 }).catch(() => {})
   await admin.close()
@@ -133,7 +157,12 @@ async function startEcho(responseBody: Buffer): Promise<{ close(): Promise<void>
     maxWaitTime: 500,
     deserializers: { headerKey: stringDeserializer, headerValue: stringDeserializer },
   })
-  const stream = await consumer.consume({ topics: [request], autocommit: false, mode: MessagesStreamModes.COMMITTED, fallbackMode: MessagesStreamFallbackModes.LATEST })
+  const stream = await consumer.consume({
+    topics: [request],
+    autocommit: false,
+    mode: MessagesStreamModes.COMMITTED,
+    fallbackMode: MessagesStreamFallbackModes.LATEST,
+  })
   await new Promise((r) => (stream as unknown as NodeJS.EventEmitter).once('offsets', r))
   stream.on('data', (message: Message<Buffer, Buffer, string, string>) => {
     const id = message.headers.get(ID_PROPERTY) ?? 'unknown'
@@ -156,7 +185,11 @@ interface Live {
   stop(): Promise<void>
 }
 
-async function startSetup(setup: Setup, inFlight: number, ctx: { spec: ToolServiceSpec; project: Project; request: object; expected: string; responseBody: Buffer }): Promise<Live> {
+async function startSetup(
+  setup: Setup,
+  inFlight: number,
+  ctx: { spec: ToolServiceSpec; project: Project; request: object; expected: string; responseBody: Buffer },
+): Promise<Live> {
   const q = defaultQueues(topicOf(setup))
   let stopService: () => Promise<void>
   if (setup === 'baseline') {
@@ -164,8 +197,17 @@ async function startSetup(setup: Setup, inFlight: number, ctx: { spec: ToolServi
     stopService = () => echo.close()
   } else {
     // A service id (so a consumer group) per setup: one group across two topics would make its members share one assignment.
-    const spec: ToolServiceSpec = { ...ctx.spec, id: `${SERVICE_ID}-${setup}`, concurrency: inFlight, requestQueue: q.request, responseQueue: q.response }
-    const runtime = await startRuntime({ ...ctx.project, services: [spec] }, resolveSettings({ broker: BROKER, invoker: setup, port: '', drainTimeout: '1' }, {}))
+    const spec: ToolServiceSpec = {
+      ...ctx.spec,
+      id: `${SERVICE_ID}-${setup}`,
+      concurrency: inFlight,
+      requestQueue: q.request,
+      responseQueue: q.response,
+    }
+    const runtime = await startRuntime(
+      { ...ctx.project, services: [spec] },
+      resolveSettings({ broker: BROKER, invoker: setup, port: '', drainTimeout: '1' }, {}),
+    )
     stopService = () => runtime.stop()
   }
   const transport = new KafkaTransport(BROKER, { clientId: 'toolbridge-bench' })
@@ -174,7 +216,10 @@ async function startSetup(setup: Setup, inFlight: number, ctx: { spec: ToolServi
   await client.start()
   const answer = await client.call(ctx.request, { timeoutMs: STARTUP_TIMEOUT_MS })
   if (answer !== ctx.expected) throw new Error(`${setup}: unexpected answer ${JSON.stringify(answer)}`)
-  for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: inFlight }, () => client.call(ctx.request, { timeoutMs: STARTUP_TIMEOUT_MS })))
+  for (let round = 0; round < 3; round++)
+    await Promise.all(
+      Array.from({ length: inFlight }, () => client.call(ctx.request, { timeoutMs: STARTUP_TIMEOUT_MS })),
+    )
   return {
     setup,
     call: () => client.call(ctx.request, { timeoutMs: CALL_TIMEOUT_MS }),
@@ -237,20 +282,29 @@ async function main(): Promise<void> {
   const { project, spec, tool, request, event } = loadJokeTool()
   const expected = resultText(await handler(event, lambdaContext(spec.functionName, 'bench', spec.timeoutMs)))
   const responseBody = Buffer.from(encodeResponse(finalResponse(expected)))
-  const version = (JSON.parse(readFileSync(resolve(ROOT, 'node_modules/@platformatic/kafka/package.json'), 'utf8')) as { version: string }).version
+  const version = (
+    JSON.parse(readFileSync(resolve(ROOT, 'node_modules/@platformatic/kafka/package.json'), 'utf8')) as {
+      version: string
+    }
+  ).version
   const machine = machineInfo({ platformaticKafka: version })
   console.log(describeMachine(machine))
   console.log(`node ${machine.node}; @platformatic/kafka ${version}; broker ${BROKER}`)
   console.log(`load average before: ${loadBefore.join(' / ')}`)
-  console.log(`service: ${SERVICE_ID} (${TOOL_NAME}, config ${JSON.stringify(tool.config)}, arguments ${JSON.stringify(ARGUMENTS)}), concurrency = in-flight`)
-  console.log(`cells: ${WARMUP_SECONDS}s warm-up + ${SECONDS}s, ${ROUNDS} rounds, in-flight ${IN_FLIGHT.join(', ')}, setups ${SETUPS.join(', ')}\n`)
+  console.log(
+    `service: ${SERVICE_ID} (${TOOL_NAME}, config ${JSON.stringify(tool.config)}, arguments ${JSON.stringify(ARGUMENTS)}), concurrency = in-flight`,
+  )
+  console.log(
+    `cells: ${WARMUP_SECONDS}s warm-up + ${SECONDS}s, ${ROUNDS} rounds, in-flight ${IN_FLIGHT.join(', ')}, setups ${SETUPS.join(', ')}\n`,
+  )
   await resetTopics()
 
   const cells: Cell[] = []
   for (const inFlight of IN_FLIGHT) {
     const live = new Map<Setup, Live>()
     try {
-      for (const setup of SETUPS) live.set(setup, await startSetup(setup, inFlight, { spec, project, request, expected, responseBody }))
+      for (const setup of SETUPS)
+        live.set(setup, await startSetup(setup, inFlight, { spec, project, request, expected, responseBody }))
       for (let round = 0; round < ROUNDS; round++) {
         const order = SETUPS.map((_, i) => SETUPS[(i + round) % SETUPS.length]!)
         const parts: string[] = []
@@ -277,7 +331,8 @@ async function main(): Promise<void> {
         console.log(`in-flight ${String(inFlight).padStart(2)} round ${round + 1}/${ROUNDS}: ${parts.join(' | ')}`)
       }
     } finally {
-      for (const l of live.values()) await l.stop().catch((err: Error) => console.error(`stopping ${l.setup}: ${err.message}`))
+      for (const l of live.values())
+        await l.stop().catch((err: Error) => console.error(`stopping ${l.setup}: ${err.message}`))
     }
   }
   await resetTopics()
@@ -312,7 +367,9 @@ async function main(): Promise<void> {
     }
   }
   console.log('\nmedian over rounds; "x base" = req/s over the raw echo\'s; "p50 +ms" = p50 minus the raw echo\'s;')
-  console.log('"node us/req" = CPU of this process (client + service) per request; "kafka us/req" = CPU of the broker JVM per request\n')
+  console.log(
+    '"node us/req" = CPU of this process (client + service) per request; "kafka us/req" = CPU of the broker JVM per request\n',
+  )
   printHeader(COLUMNS)
   let last: number | undefined
   for (const row of rows) {
@@ -321,14 +378,28 @@ async function main(): Promise<void> {
     printRow(COLUMNS, row)
   }
   const missed = rows.filter((r) => r.throughputMet === false || r.p50Met === false)
-  console.log(missed.length === 0 ? '\ntargets: every bridge row meets both' : `\ntargets missed: ${missed.map((r) => `${r.setup}@${r.inFlight}`).join(', ')}`)
+  console.log(
+    missed.length === 0
+      ? '\ntargets: every bridge row meets both'
+      : `\ntargets missed: ${missed.map((r) => `${r.setup}@${r.inFlight}`).join(', ')}`,
+  )
   const loadAfter = loadAverage()
   console.log(`load average after: ${loadAfter.join(' / ')}`)
   writeResults(OUT, {
     bench: 'kafka',
     date: new Date().toISOString(),
     machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
-    settings: { broker: BROKER, service: SERVICE_ID, tool: TOOL_NAME, inFlight: IN_FLIGHT, rounds: ROUNDS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, targets: TARGETS, responseBytes: responseBody.byteLength },
+    settings: {
+      broker: BROKER,
+      service: SERVICE_ID,
+      tool: TOOL_NAME,
+      inFlight: IN_FLIGHT,
+      rounds: ROUNDS,
+      seconds: SECONDS,
+      warmupSeconds: WARMUP_SECONDS,
+      targets: TARGETS,
+      responseBytes: responseBody.byteLength,
+    },
     rows,
     cells,
   })

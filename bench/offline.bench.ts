@@ -126,15 +126,22 @@ async function main(): Promise<void> {
   printHeader(COLUMNS)
   try {
     for (const inFlight of IN_FLIGHT) {
-      const settings = resolveSettings({ invoker: 'lambda', lambdaEndpoint: offline.endpoint, port: 'off', drainTimeout: '1' }, {})
+      const settings = resolveSettings(
+        { invoker: 'lambda', lambdaEndpoint: offline.endpoint, port: 'off', drainTimeout: '1' },
+        {},
+      )
       const runtime = await startRuntime({ ...project, services: [{ ...spec, concurrency: inFlight }] }, settings)
       const client = new RequestClient(await runtime.connectClient(), spec)
       await client.start()
       const viaBridge: Call = () => client.call(request, { timeoutMs: CALL_TIMEOUT_MS })
       const answer = await viaBridge()
-      if (answer !== expected) throw new Error(`the bridge answered ${JSON.stringify(answer)}, Invoke ${JSON.stringify(expected)}`)
+      if (answer !== expected)
+        throw new Error(`the bridge answered ${JSON.stringify(answer)}, Invoke ${JSON.stringify(expected)}`)
 
-      const results: Record<Setup, { reqPerSec: number; p50Ms: number; p99Ms: number; errors: number }[]> = { direct: [], bridge: [] }
+      const results: Record<Setup, { reqPerSec: number; p50Ms: number; p99Ms: number; errors: number }[]> = {
+        direct: [],
+        bridge: [],
+      }
       for (let round = 0; round < ROUNDS; round++) {
         const order: Setup[] = round % 2 === 0 ? ['direct', 'bridge'] : ['bridge', 'direct']
         for (const setup of order) {

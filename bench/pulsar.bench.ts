@@ -80,7 +80,10 @@ const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)
 const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 3, 1))
 const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
 const BRIDGE_KINDS = invokersEnv('BENCH_SETUPS', 'in-process,local')
-const BROKER = process.env.BENCH_BROKER || (process.env.TOOLBRIDGE_BROKER?.startsWith('pulsar') ? process.env.TOOLBRIDGE_BROKER : '') || 'pulsar://127.0.0.1:6650'
+const BROKER =
+  process.env.BENCH_BROKER ||
+  (process.env.TOOLBRIDGE_BROKER?.startsWith('pulsar') ? process.env.TOOLBRIDGE_BROKER : '') ||
+  'pulsar://127.0.0.1:6650'
 const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/pulsar.json')
 const CALL_TIMEOUT_MS = 5_000
 const STARTUP_TIMEOUT_MS = 60_000
@@ -93,7 +96,8 @@ const topicOf = (setup: Setup) => (setup === 'baseline' ? 'bench-pulsar-echo' : 
 const benchLogger: Logger = {
   debug() {},
   info(fields, message) {
-    if (/reattached|resubscribed/.test(message)) console.error(`note: ${message} ${JSON.stringify(fields)} (the broker unloaded a topic or restarted: rerun)`)
+    if (/reattached|resubscribed/.test(message))
+      console.error(`note: ${message} ${JSON.stringify(fields)} (the broker unloaded a topic or restarted: rerun)`)
   },
   warn(fields, message) {
     console.error(`warn: ${message} ${JSON.stringify(fields)}`)
@@ -104,7 +108,9 @@ const benchLogger: Logger = {
 }
 
 function newTransport(native: boolean): Transport {
-  return native ? new NativePulsarTransport(BROKER, { logger: benchLogger }) : new PulsarTransport(BROKER, { logger: benchLogger })
+  return native
+    ? new NativePulsarTransport(BROKER, { logger: benchLogger })
+    : new PulsarTransport(BROKER, { logger: benchLogger })
 }
 
 // ---------------------------------------------------------------- CPU of the broker
@@ -140,7 +146,11 @@ const brokerCpuUs: Probe = () => {
 // ---------------------------------------------------------------- the echo service
 
 /** Answers every request with `responseBody` under its id; acks once the broker has the answer. */
-async function startEchoService(setup: 'baseline' | 'native', inFlight: number, responseBody: Uint8Array): Promise<{ close(): Promise<void> }> {
+async function startEchoService(
+  setup: 'baseline' | 'native',
+  inFlight: number,
+  responseBody: Uint8Array,
+): Promise<{ close(): Promise<void> }> {
   const queues = defaultQueues(topicOf(setup))
   const transport = newTransport(setup === 'native')
   await transport.connect()
@@ -260,35 +270,58 @@ async function main(): Promise<void> {
 
   const machine = machineInfo({})
   console.log(describeMachine(machine))
-  console.log(`node ${machine.node}, ${machine.platform}; broker ${probe.address}${brokerPid ? ` (pid ${brokerPid})` : ''}`)
-  console.log(`load average before: ${loadBefore.join(' / ')} (1 / 5 / 15 min); with other work on the machine, numbers are unreliable`)
-  console.log(`service: ${SERVICE_ID} (tool ${TOOL_NAME}, config ${JSON.stringify(tool.config)}, arguments ${JSON.stringify(ARGUMENTS)}), concurrency = in-flight`)
-  console.log(`baseline: echo service on the built-in client, fixed ${responseBody.byteLength}-byte answer, ack after the receipt`)
+  console.log(
+    `node ${machine.node}, ${machine.platform}; broker ${probe.address}${brokerPid ? ` (pid ${brokerPid})` : ''}`,
+  )
+  console.log(
+    `load average before: ${loadBefore.join(' / ')} (1 / 5 / 15 min); with other work on the machine, numbers are unreliable`,
+  )
+  console.log(
+    `service: ${SERVICE_ID} (tool ${TOOL_NAME}, config ${JSON.stringify(tool.config)}, arguments ${JSON.stringify(ARGUMENTS)}), concurrency = in-flight`,
+  )
+  console.log(
+    `baseline: echo service on the built-in client, fixed ${responseBody.byteLength}-byte answer, ack after the receipt`,
+  )
   console.log(native.ok ? 'native: pulsar-client loads; the same echo on it' : `native: skipped (${native.reason})`)
-  console.log(`cells: ${WARMUP_SECONDS}s warm-up + ${SECONDS}s measured, closed loop; in-flight ${IN_FLIGHT.join(', ')}; ${ROUNDS} round(s); setups ${setups.join(', ')}`)
+  console.log(
+    `cells: ${WARMUP_SECONDS}s warm-up + ${SECONDS}s measured, closed loop; in-flight ${IN_FLIGHT.join(', ')}; ${ROUNDS} round(s); setups ${setups.join(', ')}`,
+  )
   console.log('')
 
   const cells: Cell[] = []
   for (const inFlight of IN_FLIGHT) {
     const live = new Map<Setup, Live>()
     try {
-      for (const setup of setups) live.set(setup, await startSetup(setup, inFlight, { spec, project, request, expected, responseBody }))
+      for (const setup of setups)
+        live.set(setup, await startSetup(setup, inFlight, { spec, project, request, expected, responseBody }))
       for (let round = 0; round < ROUNDS; round++) {
         const order = setups.map((_, i) => setups[(i + round) % setups.length]!)
         const parts: string[] = []
         for (const setup of order) {
-          const { used, p999Ms: _, ...stats } = await measure(live.get(setup)!.call, inFlight, {
+          const {
+            used,
+            p999Ms: _,
+            ...stats
+          } = await measure(live.get(setup)!.call, inFlight, {
             seconds: SECONDS,
             warmupSeconds: WARMUP_SECONDS,
             probes: { node: processCpuUs, broker: brokerCpuUs },
           })
-          cells.push({ setup, inFlight, round, ...stats, nodeCpuUsPerReq: used.node / stats.requests, brokerCpuUsPerReq: used.broker / stats.requests })
+          cells.push({
+            setup,
+            inFlight,
+            round,
+            ...stats,
+            nodeCpuUsPerReq: used.node / stats.requests,
+            brokerCpuUsPerReq: used.broker / stats.requests,
+          })
           parts.push(`${setup} ${fmtInt(stats.reqPerSec)}/s p50 ${fmt(stats.p50Ms, 3)}`)
         }
         console.log(`in-flight ${String(inFlight).padStart(2)} round ${round + 1}/${ROUNDS}: ${parts.join(' | ')}`)
       }
     } finally {
-      for (const l of live.values()) await l.stop().catch((err: Error) => console.error(`stopping ${l.setup}: ${err.message}`))
+      for (const l of live.values())
+        await l.stop().catch((err: Error) => console.error(`stopping ${l.setup}: ${err.message}`))
     }
   }
 
@@ -322,7 +355,9 @@ async function main(): Promise<void> {
   }
 
   console.log('')
-  console.log('median over rounds; "ratio" = req/s over the baseline (bridge rows), or the baseline (built-in client) over native (native row)')
+  console.log(
+    'median over rounds; "ratio" = req/s over the baseline (bridge rows), or the baseline (built-in client) over native (native row)',
+  )
   console.log('"node us/req" = CPU of this process per request; "broker us/req" = CPU of the Pulsar JVM per request')
   console.log('')
   printHeader(COLUMNS)
@@ -334,7 +369,11 @@ async function main(): Promise<void> {
   }
   const missed = rows.filter((r) => r.met === false)
   console.log('')
-  console.log(missed.length === 0 ? 'targets: all met' : `targets missed: ${missed.map((r) => `${r.setup}@${r.inFlight}`).join(', ')}`)
+  console.log(
+    missed.length === 0
+      ? 'targets: all met'
+      : `targets missed: ${missed.map((r) => `${r.setup}@${r.inFlight}`).join(', ')}`,
+  )
   const errors = rows.reduce((n, r) => n + r.errors, 0)
   if (errors > 0) console.log(`WARNING: ${errors} call(s) failed during measurement`)
   const loadAfter = loadAverage()

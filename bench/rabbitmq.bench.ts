@@ -149,8 +149,12 @@ const benchLogger: Logger = {
   debug() {},
   info() {},
   warn(fields, message) {
-    if (/lost the RabbitMQ connection|RabbitMQ closed the|RabbitMQ connection error|cancelled the consumer/.test(message)) {
-      disturb(`RabbitMQ connection trouble in the bridge or a client: ${message} (broker restarted or connections closed by another process?)`)
+    if (
+      /lost the RabbitMQ connection|RabbitMQ closed the|RabbitMQ connection error|cancelled the consumer/.test(message)
+    ) {
+      disturb(
+        `RabbitMQ connection trouble in the bridge or a client: ${message} (broker restarted or connections closed by another process?)`,
+      )
     } else {
       console.error(`warn: ${message} ${JSON.stringify(fields)}`)
     }
@@ -209,7 +213,11 @@ interface CellStats extends Omit<LoopStats, 'p999Ms'> {
 
 /** The shared closed loop, with this process's and the broker's CPU time around it. */
 async function measureCell(call: Call, inFlight: number): Promise<CellStats> {
-  const { used, p999Ms: _, ...stats } = await measure(call, inFlight, {
+  const {
+    used,
+    p999Ms: _,
+    ...stats
+  } = await measure(call, inFlight, {
     seconds: SECONDS,
     warmupSeconds: WARMUP_SECONDS,
     probes: { node: processCpuUs, broker: brokerCpuUs },
@@ -248,8 +256,16 @@ async function startEchoService(prefetch: number, responseBody: Buffer): Promise
   const publisher: ConfirmChannel = await model.createConfirmChannel()
   let closing = false
   model.on('error', (err: Error) => disturb(`baseline service: connection error: ${err.message}`))
-  model.on('close', () => closing || disturb('baseline service: the connection closed (broker restarted or connections closed by another process?)'))
-  for (const [name, channel] of [['consumer', consumer], ['publisher', publisher]] as const) {
+  model.on(
+    'close',
+    () =>
+      closing ||
+      disturb('baseline service: the connection closed (broker restarted or connections closed by another process?)'),
+  )
+  for (const [name, channel] of [
+    ['consumer', consumer],
+    ['publisher', publisher],
+  ] as const) {
     channel.on('error', (err: Error) => disturb(`baseline service: ${name} channel error: ${err.message}`))
     channel.on('close', () => closing || disturb(`baseline service: the ${name} channel closed`))
   }
@@ -328,7 +344,10 @@ interface Cell extends CellStats {
   position: number
 }
 
-async function startClient(queues: { requestQueue: string; responseQueue: string }): Promise<{ client: RequestClient; transport: RabbitTransport }> {
+async function startClient(queues: {
+  requestQueue: string
+  responseQueue: string
+}): Promise<{ client: RequestClient; transport: RabbitTransport }> {
   const transport = new RabbitTransport(BROKER, { logger: benchLogger })
   await transport.connect()
   const client = new RequestClient(transport, queues)
@@ -350,7 +369,12 @@ async function startSetup(
     queues = { requestQueue: q.request, responseQueue: q.response }
   } else {
     const q = defaultQueues(bridgeTopic(setup))
-    const spec: ToolServiceSpec = { ...ctx.spec, concurrency: inFlight, requestQueue: q.request, responseQueue: q.response }
+    const spec: ToolServiceSpec = {
+      ...ctx.spec,
+      concurrency: inFlight,
+      requestQueue: q.request,
+      responseQueue: q.response,
+    }
     // HTTP gateway off (port ''), nothing from TOOLBRIDGE_* in the environment; a short drain for stop().
     const runtime: Runtime = await startRuntime(
       { ...ctx.project, services: [spec] },
@@ -442,7 +466,8 @@ function printTable(rows: Row[]): void {
 /** The installed amqplib's version, or the range package.json asks for. */
 function amqplibVersion(): string {
   try {
-    return (JSON.parse(readFileSync(resolve(ROOT, 'node_modules/amqplib/package.json'), 'utf8')) as { version: string }).version
+    return (JSON.parse(readFileSync(resolve(ROOT, 'node_modules/amqplib/package.json'), 'utf8')) as { version: string })
+      .version
   } catch {
     return '2.x' // installed elsewhere
   }
@@ -451,14 +476,20 @@ function amqplibVersion(): string {
 function rabbitVersion(model: ChannelModel | undefined): { version: string; source: string } {
   try {
     const path = `${process.env.PATH ?? ''}:/usr/sbin:/usr/local/sbin:/sbin`
-    const out = execFileSync('rabbitmqctl', ['-q', 'version'], { env: { ...process.env, PATH: path }, timeout: 20_000, stdio: ['ignore', 'pipe', 'ignore'] })
+    const out = execFileSync('rabbitmqctl', ['-q', 'version'], {
+      env: { ...process.env, PATH: path },
+      timeout: 20_000,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    })
     const version = out.toString().trim()
     if (version) return { version, source: 'rabbitmqctl version' }
   } catch {
     // not installed here, or not allowed to talk to the node: ask the broker
   }
   const props = model?.connection.serverProperties
-  return props ? { version: `${props.version}`, source: 'AMQP server properties' } : { version: 'unknown', source: 'none' }
+  return props
+    ? { version: `${props.version}`, source: 'AMQP server properties' }
+    : { version: 'unknown', source: 'none' }
 }
 
 // ---------------------------------------------------------------- main
@@ -477,16 +508,26 @@ async function main(): Promise<void> {
   const rabbit = rabbitVersion(probe)
   await probe.close()
 
-  const machine = { ...machineInfo({ amqplib: amqplibVersion() }), rabbitmq: rabbit.version, rabbitmqVersionFrom: rabbit.source }
+  const machine = {
+    ...machineInfo({ amqplib: amqplibVersion() }),
+    rabbitmq: rabbit.version,
+    rabbitmqVersionFrom: rabbit.source,
+  }
   console.log(describeMachine(machine))
-  console.log(`node ${machine.node}, ${machine.platform}; RabbitMQ ${machine.rabbitmq} (${machine.rabbitmqVersionFrom}); amqplib ${machine.amqplib}`)
+  console.log(
+    `node ${machine.node}, ${machine.platform}; RabbitMQ ${machine.rabbitmq} (${machine.rabbitmqVersionFrom}); amqplib ${machine.amqplib}`,
+  )
   console.log(`broker: ${new RabbitTransport(BROKER).address}`)
-  console.log(`load average before: ${loadBefore.join(' / ')} (1 / 5 / 15 min); with other work on the machine, numbers are unreliable`)
+  console.log(
+    `load average before: ${loadBefore.join(' / ')} (1 / 5 / 15 min); with other work on the machine, numbers are unreliable`,
+  )
   console.log(
     `service: ${SERVICE_ID} (tool ${TOOL_NAME}, config ${JSON.stringify(tool.config)}, arguments ${JSON.stringify(ARGUMENTS)}), ` +
       `concurrency = in-flight (serverless.yml says ${spec.concurrency})`,
   )
-  console.log(`baseline: hand-written amqplib service on request:tg:${BASELINE_TOPIC}, fixed ${responseBody.byteLength}-byte answer, confirm then ack`)
+  console.log(
+    `baseline: hand-written amqplib service on request:tg:${BASELINE_TOPIC}, fixed ${responseBody.byteLength}-byte answer, confirm then ack`,
+  )
   console.log(
     `cells: ${WARMUP_SECONDS}s warm-up + ${SECONDS}s measured, closed loop; in-flight ${IN_FLIGHT.join(', ')}; ` +
       `${ROUNDS} round(s) per level, order rotated; setups ${SETUPS.join(', ')}`,
@@ -497,7 +538,8 @@ async function main(): Promise<void> {
   for (const inFlight of IN_FLIGHT) {
     const live = new Map<Setup, Live>()
     try {
-      for (const setup of SETUPS) live.set(setup, await startSetup(setup, inFlight, { spec, project, request, expected, responseBody }))
+      for (const setup of SETUPS)
+        live.set(setup, await startSetup(setup, inFlight, { spec, project, request, expected, responseBody }))
       for (let round = 0; round < ROUNDS; round++) {
         const order = SETUPS.map((_, i) => SETUPS[(i + round) % SETUPS.length]!)
         const parts: string[] = []
@@ -512,7 +554,9 @@ async function main(): Promise<void> {
     } finally {
       for (const l of live.values()) {
         let timer: NodeJS.Timeout | undefined
-        const tooLong = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('did not stop within 10 s')), 10_000)))
+        const tooLong = new Promise<never>(
+          (_, reject) => (timer = setTimeout(() => reject(new Error('did not stop within 10 s')), 10_000)),
+        )
         await Promise.race([l.stop(), tooLong])
           .catch((err: unknown) => console.error(`stopping ${l.setup}: ${(err as Error).message}`))
           .finally(() => clearTimeout(timer))
@@ -552,7 +596,9 @@ async function main(): Promise<void> {
         errors: mine.reduce((n, c) => n + c.errors, 0),
         throughputRatio,
         p50DeltaMs,
-        roundRatios: mine.map((c) => c.reqPerSec / (baseCells.find((b) => b.round === c.round)?.reqPerSec ?? Number.NaN)),
+        roundRatios: mine.map(
+          (c) => c.reqPerSec / (baseCells.find((b) => b.round === c.round)?.reqPerSec ?? Number.NaN),
+        ),
         throughputMet: base ? null : throughputRatio >= TARGETS.throughputRatio,
         p50Met: base ? null : p50DeltaMs <= TARGETS.p50DeltaMs,
       })
@@ -560,9 +606,15 @@ async function main(): Promise<void> {
   }
 
   console.log('')
-  console.log('median over rounds; "x base" = req/s over baseline req/s, "per round" = the same against the same round\'s baseline;')
-  console.log(`"p50 +ms" = p50 minus baseline p50; targets: throughput >= ${TARGETS.throughputRatio} x baseline, p50 <= baseline + ${TARGETS.p50DeltaMs} ms`)
-  console.log('"node us/req" = CPU of this process (client + service or bridge + workers) per request, "node cores" = its CPU use;')
+  console.log(
+    'median over rounds; "x base" = req/s over baseline req/s, "per round" = the same against the same round\'s baseline;',
+  )
+  console.log(
+    `"p50 +ms" = p50 minus baseline p50; targets: throughput >= ${TARGETS.throughputRatio} x baseline, p50 <= baseline + ${TARGETS.p50DeltaMs} ms`,
+  )
+  console.log(
+    '"node us/req" = CPU of this process (client + service or bridge + workers) per request, "node cores" = its CPU use;',
+  )
   console.log('"mq us/req" = CPU of the RabbitMQ node per request (less sensitive to other load than req/s)')
   console.log('')
   printTable(rows)
@@ -574,12 +626,16 @@ async function main(): Promise<void> {
     missed.length === 0
       ? `targets: all ${bridgeRows.length} bridge rows meet both`
       : `targets: ${missed.length} of ${bridgeRows.length} bridge rows miss: ` +
-          missed.map((r) => `${r.setup}@${r.inFlight}${r.throughputMet ? '' : ' (throughput)'}${r.p50Met ? '' : ' (p50)'}`).join(', '),
+          missed
+            .map((r) => `${r.setup}@${r.inFlight}${r.throughputMet ? '' : ' (throughput)'}${r.p50Met ? '' : ' (p50)'}`)
+            .join(', '),
   )
   const errors = rows.reduce((n, r) => n + r.errors, 0)
   if (errors > 0) console.log(`WARNING: ${errors} call(s) failed during measurement`)
   const loadAfter = loadAverage()
-  console.log(`load average after: ${loadAfter.join(' / ')} (this bench alone keeps about 2 cores busy: node + RabbitMQ)`)
+  console.log(
+    `load average after: ${loadAfter.join(' / ')} (this bench alone keeps about 2 cores busy: node + RabbitMQ)`,
+  )
 
   const result = {
     bench: 'rabbitmq',
@@ -593,13 +649,16 @@ async function main(): Promise<void> {
       arguments: ARGUMENTS,
       configuredConcurrency: spec.concurrency,
       concurrency: 'equal to in-flight (prefetch; worker pool size for local)',
-      queues: Object.fromEntries(SETUPS.map((s) => [s, defaultQueues(s === 'baseline' ? BASELINE_TOPIC : bridgeTopic(s))])),
+      queues: Object.fromEntries(
+        SETUPS.map((s) => [s, defaultQueues(s === 'baseline' ? BASELINE_TOPIC : bridgeTopic(s))]),
+      ),
       responseBytes: responseBody.byteLength,
       inFlight: IN_FLIGHT,
       rounds: ROUNDS,
       warmupSeconds: WARMUP_SECONDS,
       seconds: SECONDS,
-      loadGenerator: 'closed loop: each of in-flight callers sends its next request when the previous settles; RequestClient on its own RabbitTransport per setup',
+      loadGenerator:
+        'closed loop: each of in-flight callers sends its next request when the previous settles; RequestClient on its own RabbitTransport per setup',
       baseline:
         'hand-written amqplib service, noDelay, fanout exchange + named queue, prefetch = in-flight, fixed response published on the response fanout exchange via a confirm channel, ack after confirm',
       aggregation: 'median over rounds; rounds rotate the order of setups',

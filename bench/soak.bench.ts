@@ -33,7 +33,20 @@ import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import { RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transport.ts'
 import { defaultQueues } from '../shared/queues.ts'
 import { handler as joke } from '../functions/joke/handler.ts'
-import { loadJokeTool, machineInfo, describeMachine, fmt, fmtInt, loadAverage, numberEnv, printHeader, printRow, ROOT, writeResults, type Column } from './support.ts'
+import {
+  loadJokeTool,
+  machineInfo,
+  describeMachine,
+  fmt,
+  fmtInt,
+  loadAverage,
+  numberEnv,
+  printHeader,
+  printRow,
+  ROOT,
+  writeResults,
+  type Column,
+} from './support.ts'
 import { lineChartSvg } from './svg-chart.ts'
 
 const TOTAL = Math.floor(numberEnv('BENCH_REQUESTS', 100_000, 100))
@@ -73,9 +86,26 @@ const SOAK_TOPIC = (topic: string) => `soak-${topic}`
 /** `toolbridge start` in a child process; resolves with its pid and HTTP address once it serves. */
 async function startBridge(): Promise<{ pid: number; url: string; stop(): Promise<void> }> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
-  const yml = readFileSync(resolve(ROOT, 'serverless.yml'), 'utf8').replace(/^( +topic: )(\S+)$/gm, (_, key: string, topic: string) => key + SOAK_TOPIC(topic))
+  const yml = readFileSync(resolve(ROOT, 'serverless.yml'), 'utf8').replace(
+    /^( +topic: )(\S+)$/gm,
+    (_, key: string, topic: string) => key + SOAK_TOPIC(topic),
+  )
   writeFileSync(SOAK_YML, yml)
-  const args = [...BRIDGE_NODE_OPTIONS.split(' ').filter(Boolean), 'bridge/cli/main.ts', '-c', SOAK_YML, 'start', '--broker', BROKER, '--invoker', INVOKER, '--port', '0', '--log-level', 'warn']
+  const args = [
+    ...BRIDGE_NODE_OPTIONS.split(' ').filter(Boolean),
+    'bridge/cli/main.ts',
+    '-c',
+    SOAK_YML,
+    'start',
+    '--broker',
+    BROKER,
+    '--invoker',
+    INVOKER,
+    '--port',
+    '0',
+    '--log-level',
+    'warn',
+  ]
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env,
@@ -114,7 +144,10 @@ async function fromMetrics(url: string): Promise<{ eventLoopP99Ms: number; heapU
     const line = text.split('\n').find((l) => l.startsWith(name + ' '))
     return line ? Number(line.slice(name.length + 1)) : Number.NaN
   }
-  return { eventLoopP99Ms: value('nodejs_eventloop_lag_p99_seconds') * 1000, heapUsedMiB: value('nodejs_heap_size_used_bytes') / 2 ** 20 }
+  return {
+    eventLoopP99Ms: value('nodejs_eventloop_lag_p99_seconds') * 1000,
+    heapUsedMiB: value('nodejs_heap_size_used_bytes') / 2 ** 20,
+  }
 }
 
 async function main(): Promise<void> {
@@ -126,7 +159,9 @@ async function main(): Promise<void> {
   }
   const machine = machineInfo({})
   console.log(describeMachine(machine))
-  console.log(`soak: ${fmtInt(TOTAL)} requests, ${IN_FLIGHT} in flight, ${INVOKER} invoker, node ${BRIDGE_NODE_OPTIONS || '(no options)'}, bridge on ${BROKER.replace(/\/\/[^@]*@/, '//')}`)
+  console.log(
+    `soak: ${fmtInt(TOTAL)} requests, ${IN_FLIGHT} in flight, ${INVOKER} invoker, node ${BRIDGE_NODE_OPTIONS || '(no options)'}, bridge on ${BROKER.replace(/\/\/[^@]*@/, '//')}`,
+  )
 
   const bridge = await startBridge()
   const transport = new RabbitTransport(BROKER)
@@ -140,7 +175,11 @@ async function main(): Promise<void> {
 
   const topics = ['programming', 'cats', 'weather', 'music']
   const expectedJoke = new Map<string, string>()
-  for (const topic of topics) expectedJoke.set(topic, (await joke({ user: 'soak', config: { style: 'pun' }, arguments: { topic } }, {})) as string)
+  for (const topic of topics)
+    expectedJoke.set(
+      topic,
+      (await joke({ user: 'soak', config: { style: 'pun' }, arguments: { topic } }, {})) as string,
+    )
 
   let issued = 0
   let answered = 0
@@ -150,7 +189,10 @@ async function main(): Promise<void> {
     try {
       if (n % 10 === 8) {
         const a = n % 977
-        const answer = await clients.calculator.call({ user: 'soak', config: {}, arguments: { expression: `${a} * 3` } }, { timeoutMs: CALL_TIMEOUT_MS })
+        const answer = await clients.calculator.call(
+          { user: 'soak', config: {}, arguments: { expression: `${a} * 3` } },
+          { timeoutMs: CALL_TIMEOUT_MS },
+        )
         if (answer !== String(a * 3)) lost.push(`calculate #${n}: ${answer}`)
       } else if (n % 10 === 9) {
         let chunks = 0
@@ -161,7 +203,10 @@ async function main(): Promise<void> {
         if (chunks !== 3 || !answer.startsWith('Once upon a time, Ada')) lost.push(`tell-story #${n}: ${chunks} chunks`)
       } else {
         const topic = topics[n % topics.length]!
-        const answer = await clients.joke.call({ user: 'soak', config: { style: 'pun' }, arguments: { topic } }, { timeoutMs: CALL_TIMEOUT_MS })
+        const answer = await clients.joke.call(
+          { user: 'soak', config: { style: 'pun' }, arguments: { topic } },
+          { timeoutMs: CALL_TIMEOUT_MS },
+        )
         if (answer !== expectedJoke.get(topic)) lost.push(`tell-joke #${n}: ${answer.slice(0, 80)}`)
       }
     } catch (err) {
@@ -248,7 +293,12 @@ async function main(): Promise<void> {
   for (const line of lost.slice(0, 10)) console.log(`  ${line}`)
   console.log(`load average after the run: ${loadAverage().join(' ')}`)
 
-  const throughput = samples.slice(1).map((s, i): [number, number] => [s.seconds, (s.answered - samples[i]!.answered) / (s.seconds - samples[i]!.seconds)])
+  const throughput = samples
+    .slice(1)
+    .map((s, i): [number, number] => [
+      s.seconds,
+      (s.answered - samples[i]!.answered) / (s.seconds - samples[i]!.seconds),
+    ])
   writeFileSync(
     SVG,
     lineChartSvg({
@@ -264,9 +314,24 @@ async function main(): Promise<void> {
   )
   writeResults(OUT, {
     bench: 'soak: the bridge on RabbitMQ',
-    settings: { requests: TOTAL, inFlight: IN_FLIGHT, warmupFraction: WARMUP_FRACTION, invoker: INVOKER, bridgeNodeOptions: BRIDGE_NODE_OPTIONS },
+    settings: {
+      requests: TOTAL,
+      inFlight: IN_FLIGHT,
+      warmupFraction: WARMUP_FRACTION,
+      invoker: INVOKER,
+      bridgeNodeOptions: BRIDGE_NODE_OPTIONS,
+    },
     target: { rssGrowth: TARGET_RSS_GROWTH, lost: 0 },
-    result: { seconds, answered, lost: lost.length, rssAfterWarmupMiB: afterWarmup.rssMiB, rssEndMiB: end.rssMiB, rssGrowth: growth, secondHalfRssGrowth: secondHalfGrowth, peakRssMiB: peak },
+    result: {
+      seconds,
+      answered,
+      lost: lost.length,
+      rssAfterWarmupMiB: afterWarmup.rssMiB,
+      rssEndMiB: end.rssMiB,
+      rssGrowth: growth,
+      secondHalfRssGrowth: secondHalfGrowth,
+      peakRssMiB: peak,
+    },
     machine,
     rows,
     samples,

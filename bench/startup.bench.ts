@@ -21,7 +21,19 @@ import { spawn, spawnSync } from 'node:child_process'
 import { createServer } from 'node:net'
 import { resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { describeMachine, fmt, loadAverage, machineInfo, median, numberEnv, printHeader, printRow, ROOT, writeResults, type Column } from './support.ts'
+import {
+  describeMachine,
+  fmt,
+  loadAverage,
+  machineInfo,
+  median,
+  numberEnv,
+  printHeader,
+  printRow,
+  ROOT,
+  writeResults,
+  type Column,
+} from './support.ts'
 
 const RUNS = Math.floor(numberEnv('STARTUP_RUNS', 11, 1))
 const OUT = resolve(ROOT, process.env.STARTUP_OUT || 'bench/results/startup.json')
@@ -108,7 +120,13 @@ interface Row {
 const nodeMedian = median(times.get('node -e 0')!)
 const rows: Row[] = commands.map(({ name }) => {
   const runs = times.get(name)!
-  return { name, median: median(runs), min: Math.min(...runs), max: Math.max(...runs), added: median(runs) - nodeMedian }
+  return {
+    name,
+    median: median(runs),
+    min: Math.min(...runs),
+    max: Math.max(...runs),
+    added: median(runs) - nodeMedian,
+  }
 })
 const columns: Column<Row>[] = [
   { title: 'command', width: 24, align: 'left', cell: (r) => r.name },
@@ -116,10 +134,21 @@ const columns: Column<Row>[] = [
   { title: 'min s', width: 6, cell: (r) => fmt(r.min, 3) },
   { title: 'max s', width: 6, cell: (r) => fmt(r.max, 3) },
   { title: '- node s', width: 8, cell: (r) => fmt(r.added, 3) },
-  { title: `<= ${TARGET_SECONDS} s`, width: 8, cell: (r) => (r.name.startsWith('node') ? '' : r.median <= TARGET_SECONDS ? 'yes' : 'NO') },
+  {
+    title: `<= ${TARGET_SECONDS} s`,
+    width: 8,
+    cell: (r) => (r.name.startsWith('node') ? '' : r.median <= TARGET_SECONDS ? 'yes' : 'NO'),
+  },
 ]
 console.log()
 printHeader(columns)
 for (const row of rows) printRow(columns, row)
 console.log(`\nload average after: ${loadAverage().join(' ')}`)
-writeResults(OUT, { date: new Date().toISOString(), machine, runs: RUNS, targetSeconds: TARGET_SECONDS, rows, times: Object.fromEntries(times) })
+writeResults(OUT, {
+  date: new Date().toISOString(),
+  machine,
+  runs: RUNS,
+  targetSeconds: TARGET_SECONDS,
+  rows,
+  times: Object.fromEntries(times),
+})

@@ -51,7 +51,8 @@ export function inFlightEnv(name: string, fallback: string): number[] {
 /** Invoker kinds, comma separated. */
 export function invokersEnv(name: string, fallback: string): InvokerKind[] {
   return listEnv(name, fallback).map((s) => {
-    if (!(INVOKERS as readonly string[]).includes(s)) throw new Error(`${name}: "${s}" must be one of ${INVOKERS.join(', ')}`)
+    if (!(INVOKERS as readonly string[]).includes(s))
+      throw new Error(`${name}: "${s}" must be one of ${INVOKERS.join(', ')}`)
     return s as InvokerKind
   })
 }
@@ -167,7 +168,13 @@ export interface LoopOptions<P extends string> {
  * `seconds` have passed since the start. A call is timed from just before it
  * is made to just after it is answered.
  */
-async function closedLoop<P extends string>(call: Call, inFlight: number, seconds: number, record: boolean, options: LoopOptions<P>): Promise<Measured<P>> {
+async function closedLoop<P extends string>(
+  call: Call,
+  inFlight: number,
+  seconds: number,
+  record: boolean,
+  options: LoopOptions<P>,
+): Promise<Measured<P>> {
   const samples = new Samples()
   let errors = 0
   let firstError: unknown
@@ -190,8 +197,12 @@ async function closedLoop<P extends string>(call: Call, inFlight: number, second
   }
   await Promise.all(Array.from({ length: inFlight }, caller))
   const elapsedMs = performance.now() - start
-  const used = Object.fromEntries(names.map((name, i) => [name, options.probes[name]() - before[i]!])) as Record<P, number>
-  if (errors > 0) console.error(`  ${errors} call(s) failed; first: ${(firstError as Error)?.message ?? String(firstError)}`)
+  const used = Object.fromEntries(names.map((name, i) => [name, options.probes[name]() - before[i]!])) as Record<
+    P,
+    number
+  >
+  if (errors > 0)
+    console.error(`  ${errors} call(s) failed; first: ${(firstError as Error)?.message ?? String(firstError)}`)
   const sorted = samples.sorted()
   let sum = 0
   for (let i = 0; i < sorted.length; i++) sum += sorted[i]!
@@ -213,7 +224,11 @@ async function closedLoop<P extends string>(call: Call, inFlight: number, second
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** One cell: the warm-up, a short pause, then the measured closed loop. */
-export async function measure<P extends string>(call: Call, inFlight: number, options: LoopOptions<P>): Promise<Measured<P>> {
+export async function measure<P extends string>(
+  call: Call,
+  inFlight: number,
+  options: LoopOptions<P>,
+): Promise<Measured<P>> {
   if (options.warmupSeconds > 0) await closedLoop(call, inFlight, options.warmupSeconds, false, options)
   await pause(50) // let stragglers (timers, GC, late acks) settle between warm-up and measurement
   return closedLoop(call, inFlight, options.seconds, true, options)
@@ -226,7 +241,8 @@ export const fmt = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixe
 /** Rounded, with thousands separators; '-' for NaN and infinities. */
 export const fmtInt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-')
 /** Like fmt, with a '+' before positive numbers and zero. */
-export const fmtSigned = (n: number, digits: number) => (Number.isFinite(n) ? (n >= 0 ? '+' : '') + n.toFixed(digits) : '-')
+export const fmtSigned = (n: number, digits: number) =>
+  Number.isFinite(n) ? (n >= 0 ? '+' : '') + n.toFixed(digits) : '-'
 
 export interface Column<R> {
   title: string
@@ -238,18 +254,30 @@ export interface Column<R> {
 }
 
 function tableLine<R>(columns: Column<R>[], texts: string[]): string {
-  return texts.map((text, i) => (columns[i]!.align === 'left' ? text.padEnd(columns[i]!.width) : text.padStart(columns[i]!.width))).join('  ')
+  return texts
+    .map((text, i) =>
+      columns[i]!.align === 'left' ? text.padEnd(columns[i]!.width) : text.padStart(columns[i]!.width),
+    )
+    .join('  ')
 }
 
 /** The column titles and a rule under them. */
 export function printHeader<R>(columns: Column<R>[]): void {
-  const head = tableLine(columns, columns.map((c) => c.title))
+  const head = tableLine(
+    columns,
+    columns.map((c) => c.title),
+  )
   console.log(head)
   console.log('-'.repeat(head.length))
 }
 
 export function printRow<R>(columns: Column<R>[], row: R): void {
-  console.log(tableLine(columns, columns.map((c) => c.cell(row))))
+  console.log(
+    tableLine(
+      columns,
+      columns.map((c) => c.cell(row)),
+    ),
+  )
 }
 
 // ---------------------------------------------------------------- machine and results

@@ -43,7 +43,10 @@ function guardAgainstLateFunctionErrors(logger: Logger): () => void {
   let count = 0
   const onError = (err: unknown) => {
     count++
-    logger.error({ err: messageOf(err), uncaught: count }, 'uncaught error outside any request (an in-process function\'s timer or callback?); the bridge keeps serving')
+    logger.error(
+      { err: messageOf(err), uncaught: count },
+      "uncaught error outside any request (an in-process function's timer or callback?); the bridge keeps serving",
+    )
   }
   process.on('uncaughtException', onError)
   process.on('unhandledRejection', onError)
@@ -123,10 +126,13 @@ export async function startRuntime(
     bridgeStarted = true
     await bridge.start()
     // On a real broker TrustGraph runs its own; two would compete for the same requests.
-    if (settings.broker === undefined) configService = await startConfigService({ transport: await connectClient(), logger })
+    if (settings.broker === undefined)
+      configService = await startConfigService({ transport: await connectClient(), logger })
   } catch (err) {
     // A part that failed to start must not leave the others consuming, listening or holding the process open.
-    await stopParts().catch((stopError: unknown) => logger.warn({ err: messageOf(stopError) }, 'error while stopping after a failed start'))
+    await stopParts().catch((stopError: unknown) =>
+      logger.warn({ err: messageOf(stopError) }, 'error while stopping after a failed start'),
+    )
     throw err
   }
   return {

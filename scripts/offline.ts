@@ -75,7 +75,9 @@ export async function startOffline(options: { port?: number; serviceDir?: string
   await cleanBuildOutputs('offline', build, serviceDir)
   const started = performance.now()
   // httpPort and websocketPort too: serverless-offline binds them whether or not a function has such events.
-  const ports = ['--lambdaPort', lambdaPort, '--httpPort', await freePort(), '--websocketPort', await freePort()].map(String)
+  const ports = ['--lambdaPort', lambdaPort, '--httpPort', await freePort(), '--websocketPort', await freePort()].map(
+    String,
+  )
   const child = spawn(SLS_BIN, ['offline', 'start', ...ports, '--host', HOST], {
     cwd: serviceDir,
     env: slsEnvironment(process.env, build),
@@ -135,6 +137,10 @@ export async function packageFunctions(): Promise<Packaged> {
   const build = nextBuild('package')
   await cleanBuildOutputs('package', build)
   const dir = join(ROOT, build.packageDir)
-  await run(SLS_BIN, ['package', '--package', dir], { cwd: ROOT, env: slsEnvironment(process.env, build), timeout: 120_000 })
+  await run(SLS_BIN, ['package', '--package', dir], {
+    cwd: ROOT,
+    env: slsEnvironment(process.env, build),
+    timeout: 120_000,
+  })
   return { dir, remove: () => rm(join(dir, '..'), { recursive: true, force: true }) }
 }

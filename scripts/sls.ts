@@ -37,10 +37,20 @@ export const isolatedBuild = (name: string): BuildDirs => ({
 /** osls caches its compiled config validators here instead of ~/.serverless (git-ignored). */
 export const SCHEMA_CACHE_DIR = join(ROOT, '.cache', 'serverless')
 
-const AWS_CREDENTIAL_SOURCES = ['AWS_PROFILE', 'AWS_DEFAULT_PROFILE', 'AWS_SESSION_TOKEN', 'AWS_CONTAINER_CREDENTIALS_FULL_URI', 'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI', 'AWS_WEB_IDENTITY_TOKEN_FILE']
+const AWS_CREDENTIAL_SOURCES = [
+  'AWS_PROFILE',
+  'AWS_DEFAULT_PROFILE',
+  'AWS_SESSION_TOKEN',
+  'AWS_CONTAINER_CREDENTIALS_FULL_URI',
+  'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI',
+  'AWS_WEB_IDENTITY_TOKEN_FILE',
+]
 
 /** `base` plus what keeps osls, its plugins and the AWS SDK off the network. */
-export function slsEnvironment(base: NodeJS.ProcessEnv = process.env, build: BuildDirs = DEFAULT_BUILD): NodeJS.ProcessEnv {
+export function slsEnvironment(
+  base: NodeJS.ProcessEnv = process.env,
+  build: BuildDirs = DEFAULT_BUILD,
+): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base }
   // Neither offline nor package needs AWS: dummy credentials, so real ones are never used and
   // the SDK's credential chain never falls through to a profile, a container or a web identity.
@@ -61,7 +71,11 @@ export function slsEnvironment(base: NodeJS.ProcessEnv = process.env, build: Bui
 }
 
 /** Deletes serverless-esbuild's work folder, and the packaging output before `package`. */
-export async function cleanBuildOutputs(command: string | undefined, build: BuildDirs = DEFAULT_BUILD, serviceDir = ROOT): Promise<void> {
+export async function cleanBuildOutputs(
+  command: string | undefined,
+  build: BuildDirs = DEFAULT_BUILD,
+  serviceDir = ROOT,
+): Promise<void> {
   await rm(join(serviceDir, build.workFolder), { recursive: true, force: true })
   if (command === 'package') await rm(join(serviceDir, build.packageDir), { recursive: true, force: true })
 }

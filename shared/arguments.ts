@@ -15,12 +15,16 @@ import { ARGUMENT_TYPES, type ArgumentType } from './tool-service-schema.ts'
 
 export { ARGUMENT_TYPES, type ArgumentType }
 
-export const isArgumentType = (value: unknown): value is ArgumentType => (ARGUMENT_TYPES as readonly unknown[]).includes(value)
+export const isArgumentType = (value: unknown): value is ArgumentType =>
+  (ARGUMENT_TYPES as readonly unknown[]).includes(value)
 
 /** For declarations made in code; serverless.yml's schema refuses unknown types itself. */
 export function assertArgumentType(value: unknown, where: string): asserts value is ArgumentType {
   if (!isArgumentType(value)) {
-    throw new ToolbridgeError('config', `${where}: unknown argument type ${JSON.stringify(value)}: use one of ${ARGUMENT_TYPES.join(', ')}`)
+    throw new ToolbridgeError(
+      'config',
+      `${where}: unknown argument type ${JSON.stringify(value)}: use one of ${ARGUMENT_TYPES.join(', ')}`,
+    )
   }
 }
 
@@ -48,7 +52,8 @@ export function inputSchema(args: readonly DescribedArgument[]): {
   required?: string[]
 } {
   const properties: Record<string, Record<string, unknown>> = {}
-  for (const a of args) properties[a.name] = { ...JSON_SCHEMA[a.type], ...(a.description ? { description: a.description } : {}) }
+  for (const a of args)
+    properties[a.name] = { ...JSON_SCHEMA[a.type], ...(a.description ? { description: a.description } : {}) }
   const required = args.filter((a) => a.required).map((a) => a.name)
   return required.length > 0 ? { type: 'object', properties, required } : { type: 'object', properties }
 }
@@ -124,6 +129,7 @@ export function checkArguments(
 const article = (type: string) => (/^[aeiou]/.test(type) ? 'an' : 'a')
 
 function describe(value: unknown): string {
-  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`
+  if (typeof value === 'string')
+    return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`
   return typeName(value)
 }

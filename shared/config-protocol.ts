@@ -19,7 +19,16 @@ export const CONFIG_PUSH_QUEUE = 'notify:tg:config'
 export const DEFAULT_WORKSPACE = 'default'
 
 /** What the configuration service answers; `getvalues-all-ws` and `getkeys-all-ws` span workspaces. */
-export const CONFIG_OPERATIONS = ['get', 'list', 'getvalues', 'put', 'delete', 'config', 'getvalues-all-ws', 'getkeys-all-ws'] as const
+export const CONFIG_OPERATIONS = [
+  'get',
+  'list',
+  'getvalues',
+  'put',
+  'delete',
+  'config',
+  'getvalues-all-ws',
+  'getkeys-all-ws',
+] as const
 export type ConfigOperation = (typeof CONFIG_OPERATIONS)[number]
 
 export interface ConfigKey {
@@ -70,7 +79,12 @@ export function configResponse(fields: Partial<ConfigResponse> = {}): ConfigResp
   return { version: 0, values: [], directory: [], config: {}, error: null, ...fields }
 }
 
-export const configValue = (type: string, key: string, value: string | null, workspace = ''): ConfigValue => ({ type, key, value, workspace })
+export const configValue = (type: string, key: string, value: string | null, workspace = ''): ConfigValue => ({
+  type,
+  key,
+  value,
+  workspace,
+})
 
 /**
  * TrustGraph's dataclasses (trustgraph-base 2.11.1, `schema/config.py`):
@@ -134,7 +148,8 @@ export function encodeConfigPush(push: ConfigPush): Uint8Array {
 
 function stringField(body: Record<string, unknown>, name: string, where: string): Decoded<string> {
   const value = body[name] ?? ''
-  if (typeof value !== 'string') return { ok: false, message: `${where}"${name}" must be a string, got ${typeName(value)}` }
+  if (typeof value !== 'string')
+    return { ok: false, message: `${where}"${name}" must be a string, got ${typeName(value)}` }
   return { ok: true, value }
 }
 
@@ -168,7 +183,8 @@ function decodeValue(entry: Record<string, unknown>, where: string): Decoded<Con
   const key = decodeKey(entry, where)
   if (!key.ok) return key
   const value = entry.value ?? null
-  if (value !== null && typeof value !== 'string') return { ok: false, message: `${where}"value" must be a string, got ${typeName(value)}` }
+  if (value !== null && typeof value !== 'string')
+    return { ok: false, message: `${where}"value" must be a string, got ${typeName(value)}` }
   const workspace = stringField(entry, 'workspace', where)
   if (!workspace.ok) return workspace
   return { ok: true, value: { ...key.value, value, workspace: workspace.value } }
@@ -192,7 +208,13 @@ export function decodeConfigRequest(bytes: Uint8Array): Decoded<ConfigRequest> {
   if (!values.ok) return values
   return {
     ok: true,
-    value: { operation: operation.value, workspace: workspace.value, keys: keys.value, type: type.value, values: values.value },
+    value: {
+      operation: operation.value,
+      workspace: workspace.value,
+      keys: keys.value,
+      type: type.value,
+      values: values.value,
+    },
   }
 }
 
@@ -235,5 +257,11 @@ export function decodeConfigPush(bytes: Uint8Array): Decoded<ConfigPush> {
   if (!isRecord(body)) return { ok: false, message: `ConfigPush must be a JSON object, got ${typeName(body)}` }
   const changes = body.changes ?? {}
   if (!isRecord(changes)) return { ok: false, message: '"changes" must be an object' }
-  return { ok: true, value: { version: typeof body.version === 'number' ? body.version : 0, changes: changes as Record<string, string[]> } }
+  return {
+    ok: true,
+    value: {
+      version: typeof body.version === 'number' ? body.version : 0,
+      changes: changes as Record<string, string[]>,
+    },
+  }
 }

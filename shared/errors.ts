@@ -58,8 +58,7 @@ export interface Refusal {
 /** The message of anything thrown: an Error's own, else the value as text. */
 export const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err))
 
-export const isToolbridgeError = (value: unknown): value is ToolbridgeError =>
-  value instanceof ToolbridgeError
+export const isToolbridgeError = (value: unknown): value is ToolbridgeError => value instanceof ToolbridgeError
 
 export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)

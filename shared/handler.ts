@@ -40,7 +40,11 @@ type ValueOf<T extends ArgumentType> = T extends 'string'
         ? Record<string, unknown>
         : unknown[]
 
-type IsPresent<F extends FieldDeclaration> = F extends { required: true } ? true : F extends { default: {} } ? true : false
+type IsPresent<F extends FieldDeclaration> = F extends { required: true }
+  ? true
+  : F extends { default: {} }
+    ? true
+    : false
 
 /** Declared fields typed; required ones and ones with a default are always present. */
 export type Typed<D extends Declarations> = {
@@ -132,7 +136,9 @@ export const isChunkStream = (value: unknown): value is AsyncIterable<unknown> =
 /** The part of the Lambda Node.js runtime's `awslambda` global that response streaming uses. */
 interface AwsLambdaGlobal {
   awslambda?: {
-    streamifyResponse?: (handler: (event: unknown, responseStream: unknown, context: unknown) => Promise<unknown>) => unknown
+    streamifyResponse?: (
+      handler: (event: unknown, responseStream: unknown, context: unknown) => Promise<unknown>,
+    ) => unknown
   }
 }
 

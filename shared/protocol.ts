@@ -183,7 +183,8 @@ export function encodeRequest(request: { user?: string; config?: object; argumen
  *     message: str = ""
  */
 export function encodeResponse(response: ToolResponse): Uint8Array {
-  const error = response.error === null ? 'null' : pythonJsonDumps({ type: response.error.type, message: response.error.message })
+  const error =
+    response.error === null ? 'null' : pythonJsonDumps({ type: response.error.type, message: response.error.message })
   return utf8.encode(
     `{"error": ${error}, "response": ${pythonJsonString(response.response)}, "end_of_stream": ${response.end_of_stream}}`,
   )

@@ -31,9 +31,7 @@ export class QueueNameError extends ToolbridgeError {
 
 function checkPart(name: string, what: string, value: string): string {
   if (!PART.test(value)) {
-    throw new QueueNameError(
-      `queue "${name}": ${what} "${value}" may only contain letters, digits, ".", "_" and "-"`,
-    )
+    throw new QueueNameError(`queue "${name}": ${what} "${value}" may only contain letters, digits, ".", "_" and "-"`)
   }
   return value
 }

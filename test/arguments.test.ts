@@ -5,7 +5,14 @@
  * for a number, integer or boolean, and nothing else.
  */
 import { describe, expect, it } from 'vitest'
-import { ARGUMENT_TYPES, assertArgumentType, checkArguments, inputSchema, isArgumentType, type ArgumentType } from '../shared/arguments.ts'
+import {
+  ARGUMENT_TYPES,
+  assertArgumentType,
+  checkArguments,
+  inputSchema,
+  isArgumentType,
+  type ArgumentType,
+} from '../shared/arguments.ts'
 
 /** The value an argument of `type` arrives at the function with, or the refusal's message. */
 function accepted(type: ArgumentType, value: unknown): unknown {
@@ -13,7 +20,9 @@ function accepted(type: ArgumentType, value: unknown): unknown {
   return result.ok ? result.value.v : { refused: result.message }
 }
 
-const refusal = (type: ArgumentType, got: string) => ({ refused: `invalid arguments: "v" must be ${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}, got ${got}` })
+const refusal = (type: ArgumentType, got: string) => ({
+  refused: `invalid arguments: "v" must be ${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}, got ${got}`,
+})
 
 describe('each argument type accepts its own JSON values as they are', () => {
   const cases: [ArgumentType, unknown][] = [
@@ -74,8 +83,27 @@ describe('a string that is exactly a number is converted for a number or an inte
   })
 
   it('and refuses any other string, naming it', () => {
-    for (const text of ['', ' ', '.', '-', '+5', '1e', 'e5', '1.2.3', '5px', '0x10', '1_000', 'Infinity', '-Infinity', 'NaN', '1e400', '5 5']) {
-      expect(accepted('number', text), JSON.stringify(text)).toStrictEqual(refusal('number', `the string ${JSON.stringify(text)}`))
+    for (const text of [
+      '',
+      ' ',
+      '.',
+      '-',
+      '+5',
+      '1e',
+      'e5',
+      '1.2.3',
+      '5px',
+      '0x10',
+      '1_000',
+      'Infinity',
+      '-Infinity',
+      'NaN',
+      '1e400',
+      '5 5',
+    ]) {
+      expect(accepted('number', text), JSON.stringify(text)).toStrictEqual(
+        refusal('number', `the string ${JSON.stringify(text)}`),
+      )
     }
   })
 
@@ -124,9 +152,20 @@ describe('strings, objects and arrays are never converted', () => {
 
 describe('missing values', () => {
   it('null and absent are both missing: refused when required, left as they are otherwise', () => {
-    const rules = [{ name: 'a', type: 'string' as const, required: true }, { name: 'b', type: 'integer' as const }]
-    expect(checkArguments({ a: null }, rules)).toStrictEqual({ ok: false, message: 'invalid arguments: "a" is required', onlyMissing: true })
-    expect(checkArguments({ b: 1 }, rules)).toStrictEqual({ ok: false, message: 'invalid arguments: "a" is required', onlyMissing: true })
+    const rules = [
+      { name: 'a', type: 'string' as const, required: true },
+      { name: 'b', type: 'integer' as const },
+    ]
+    expect(checkArguments({ a: null }, rules)).toStrictEqual({
+      ok: false,
+      message: 'invalid arguments: "a" is required',
+      onlyMissing: true,
+    })
+    expect(checkArguments({ b: 1 }, rules)).toStrictEqual({
+      ok: false,
+      message: 'invalid arguments: "a" is required',
+      onlyMissing: true,
+    })
     const values = { a: 'x', b: null }
     expect(checkArguments(values, rules)).toStrictEqual({ ok: true, value: { a: 'x', b: null } })
   })
@@ -139,7 +178,8 @@ describe('missing values', () => {
     ]
     expect(checkArguments({ x: '1.5', z: 'no' }, rules, 'config')).toStrictEqual({
       ok: false,
-      message: 'invalid config: "x" must be an integer, got the string "1.5"; "y" is required; "z" must be an array, got the string "no"',
+      message:
+        'invalid config: "x" must be an integer, got the string "1.5"; "y" is required; "z" must be an array, got the string "no"',
       onlyMissing: false,
     })
   })
@@ -172,12 +212,21 @@ describe('the types and their JSON Schema', () => {
 
   it('a declaration made in code with another type is a configuration error naming it', () => {
     expect(() => assertArgumentType('float', 'tools[0].arguments.x')).toThrow(
-      expect.objectContaining({ kind: 'config', message: 'tools[0].arguments.x: unknown argument type "float": use one of string, number, integer, boolean, object, array' }),
+      expect.objectContaining({
+        kind: 'config',
+        message:
+          'tools[0].arguments.x: unknown argument type "float": use one of string, number, integer, boolean, object, array',
+      }),
     )
   })
 
   it('leaves out an empty description and the required list when nothing is required', () => {
-    expect(inputSchema([{ name: 'q', type: 'string', description: '' }, { name: 'n', type: 'integer', required: false }])).toStrictEqual({
+    expect(
+      inputSchema([
+        { name: 'q', type: 'string', description: '' },
+        { name: 'n', type: 'integer', required: false },
+      ]),
+    ).toStrictEqual({
       type: 'object',
       properties: { q: { type: 'string' }, n: { type: 'integer' } },
     })

@@ -13,7 +13,11 @@ import { RequestClient, ToolCallError, type CallOptions, type ToolCall } from '.
 import { loadProject, type Project } from '../bridge/project/project.ts'
 import { LOCAL_INVOKERS, resolveSettings, type InvokerKind, type Settings } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
-import { MEMORY_MAX_MESSAGE_BYTES, MemoryBroker, MemoryTransport } from '../bridge/transports/memory/memory-transport.ts'
+import {
+  MEMORY_MAX_MESSAGE_BYTES,
+  MemoryBroker,
+  MemoryTransport,
+} from '../bridge/transports/memory/memory-transport.ts'
 import type { Consumer, Delivery, Transport } from '../bridge/transports/transport.ts'
 import { bigText } from './fixtures/faults/functions/big.ts'
 
@@ -118,7 +122,11 @@ class Harness {
   }
 
   /** Calls a tool service with its first tool's config, as an agent would. */
-  async call(serviceId: string, args: Record<string, unknown> = {}, options: CallOptions & Omit<ToolCall, 'arguments'> = {}) {
+  async call(
+    serviceId: string,
+    args: Record<string, unknown> = {},
+    options: CallOptions & Omit<ToolCall, 'arguments'> = {},
+  ) {
     const spec = service(this.project, serviceId)
     const client = await this.client(serviceId)
     const { user, config, ...callOptions } = options
@@ -184,7 +192,9 @@ describe.each(LOCAL_INVOKERS)('the bridge with the %s invoker', (invoker) => {
 
     it('answers tell-joke with the joke-service greeting and the joke', async () => {
       const text = await examples.call('joke-service', { topic: 'programming' }, { user: 'alice' })
-      expect(text).toBe("Hey alice! Here's a pun for you:\n\nI told my computer a joke about UDP. I am not sure it got it.")
+      expect(text).toBe(
+        "Hey alice! Here's a pun for you:\n\nI told my computer a joke about UDP. I am not sure it got it.",
+      )
     })
 
     it('streams tell-story sentence by sentence', async () => {
@@ -210,7 +220,10 @@ describe.each(LOCAL_INVOKERS)('the bridge with the %s invoker', (invoker) => {
     let configTap: ResponseTap
     beforeAll(async () => {
       tap = await ResponseTap.open(faults.transport, service(faults.project, 'echo-service').responseQueue)
-      configTap = await ResponseTap.open(faults.transport, service(faults.project, 'needs-config-service').responseQueue)
+      configTap = await ResponseTap.open(
+        faults.transport,
+        service(faults.project, 'needs-config-service').responseQueue,
+      )
     })
     afterAll(async () => {
       await tap.close()
@@ -234,13 +247,56 @@ describe.each(LOCAL_INVOKERS)('the bridge with the %s invoker', (invoker) => {
       type: string
       message?: RegExp
     }[] = [
-      { name: 'malformed JSON', serviceId: 'echo-service', body: () => utf8.encode('{"user": "alice", '), type: 'bad-request', message: /JSON/ },
-      { name: 'invalid UTF-8', serviceId: 'echo-service', body: () => new Uint8Array([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]), type: 'bad-request', message: /UTF-8/ },
-      { name: 'a body that is not an object', serviceId: 'echo-service', body: () => utf8.encode('["user", "alice"]'), type: 'bad-request', message: /object/ },
-      { name: 'arguments that do not encode an object', serviceId: 'echo-service', body: () => utf8.encode('{"arguments": "[1, 2]"}'), type: 'bad-request', message: /arguments/ },
-      { name: 'a missing required config param', serviceId: 'needs-config-service', body: () => encodeRequest({ config: {}, arguments: {} }), type: 'missing-config', message: /region/ },
-      { name: 'an argument of the wrong type', serviceId: 'echo-service', body: () => valid({ n: 'not a number' }), type: 'invalid-arguments', message: /"n" must be an integer/ },
-      { name: 'a request over the message size limit', serviceId: 'echo-service', body: oversized, direct: true, type: 'too-large', message: /request/ },
+      {
+        name: 'malformed JSON',
+        serviceId: 'echo-service',
+        body: () => utf8.encode('{"user": "alice", '),
+        type: 'bad-request',
+        message: /JSON/,
+      },
+      {
+        name: 'invalid UTF-8',
+        serviceId: 'echo-service',
+        body: () => new Uint8Array([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]),
+        type: 'bad-request',
+        message: /UTF-8/,
+      },
+      {
+        name: 'a body that is not an object',
+        serviceId: 'echo-service',
+        body: () => utf8.encode('["user", "alice"]'),
+        type: 'bad-request',
+        message: /object/,
+      },
+      {
+        name: 'arguments that do not encode an object',
+        serviceId: 'echo-service',
+        body: () => utf8.encode('{"arguments": "[1, 2]"}'),
+        type: 'bad-request',
+        message: /arguments/,
+      },
+      {
+        name: 'a missing required config param',
+        serviceId: 'needs-config-service',
+        body: () => encodeRequest({ config: {}, arguments: {} }),
+        type: 'missing-config',
+        message: /region/,
+      },
+      {
+        name: 'an argument of the wrong type',
+        serviceId: 'echo-service',
+        body: () => valid({ n: 'not a number' }),
+        type: 'invalid-arguments',
+        message: /"n" must be an integer/,
+      },
+      {
+        name: 'a request over the message size limit',
+        serviceId: 'echo-service',
+        body: oversized,
+        direct: true,
+        type: 'too-large',
+        message: /request/,
+      },
     ]
 
     it.each(cases)('answers $name with one $type error that ends the stream, and keeps serving', async (c) => {
@@ -309,16 +365,21 @@ describe.each(LOCAL_INVOKERS)('the bridge with the %s invoker', (invoker) => {
       expect(after).not.toBe(before)
     })
 
-    it.runIf(isolated)('answers a function that outgrows its memorySize with an error and replaces the worker', async () => {
-      const before = await faults.call('hogs-memory-service', { hog: false })
-      const error = await callError(faults.call('hogs-memory-service', { hog: true }))
-      expect(error.type).toBe('tool-service-error')
-      // The heap limit is the one V8 applied, as the worker measured it: memorySize and a small young generation.
-      expect(error.message).toMatch(/^function "hogs-memory" crashed: it ran out of memory \(memorySize 64 MB, heap limit (6[4-9]|[78]\d) MB\)$/)
-      const after = await faults.call('hogs-memory-service', { hog: false })
-      expect(after).toMatch(/^alive in thread \d+$/)
-      expect(after).not.toBe(before)
-    })
+    it.runIf(isolated)(
+      'answers a function that outgrows its memorySize with an error and replaces the worker',
+      async () => {
+        const before = await faults.call('hogs-memory-service', { hog: false })
+        const error = await callError(faults.call('hogs-memory-service', { hog: true }))
+        expect(error.type).toBe('tool-service-error')
+        // The heap limit is the one V8 applied, as the worker measured it: memorySize and a small young generation.
+        expect(error.message).toMatch(
+          /^function "hogs-memory" crashed: it ran out of memory \(memorySize 64 MB, heap limit (6[4-9]|[78]\d) MB\)$/,
+        )
+        const after = await faults.call('hogs-memory-service', { hog: false })
+        expect(after).toMatch(/^alive in thread \d+$/)
+        expect(after).not.toBe(before)
+      },
+    )
 
     it.runIf(isolated)('answers a function whose timer throws an uncaught exception with an error', async () => {
       const error = await callError(faults.call('crashes-later-service'))
@@ -394,10 +455,14 @@ describe.each(LOCAL_INVOKERS)('the bridge with the %s invoker', (invoker) => {
     }
     const sleepers = (client: RequestClient, n: number, ms: number) =>
       Promise.allSettled(
-        Array.from({ length: n }, (_, i) => client.call({ arguments: { ms, tag: `#${i}` } }, { timeoutMs: CALL_TIMEOUT_MS })),
+        Array.from({ length: n }, (_, i) =>
+          client.call({ arguments: { ms, tag: `#${i}` } }, { timeoutMs: CALL_TIMEOUT_MS }),
+        ),
       )
     const outcomes = (settled: PromiseSettledResult<string>[]) =>
-      settled.map((s) => (s.status === 'fulfilled' ? s.value : `${(s.reason as Error).name}: ${(s.reason as Error).message}`))
+      settled.map((s) =>
+        s.status === 'fulfilled' ? s.value : `${(s.reason as Error).name}: ${(s.reason as Error).message}`,
+      )
     const expected = (n: number, ms: number) => Array.from({ length: n }, (_, i) => `slept ${ms} ms #${i}`)
 
     it('answers every request in flight before stop() resolves', async () => {
@@ -443,14 +508,18 @@ describe.each(LOCAL_INVOKERS)('the bridge with the %s invoker', (invoker) => {
 
     it('gives back requests still running when the drain timeout ends, and only another bridge answers them', async () => {
       const broker = new MemoryBroker()
-      const stopping = await startRuntime(project, settingsFor(invoker, { drainTimeoutMs: 0 }), { memoryBroker: broker })
+      const stopping = await startRuntime(project, settingsFor(invoker, { drainTimeoutMs: 0 }), {
+        memoryBroker: broker,
+      })
       const staying = await startRuntime(project, settingsFor(invoker), { memoryBroker: broker })
       started.push(staying)
       const transport = await transportOn(broker)
       const tap = await ResponseTap.open(transport, slow.responseQueue)
       const ids = Array.from({ length: 6 }, () => randomUUID())
       for (const [i, id] of ids.entries()) {
-        await transport.publish(slow.requestQueue, encodeRequest({ arguments: { ms: 1000, tag: `#${i}` } }), { [ID_PROPERTY]: id })
+        await transport.publish(slow.requestQueue, encodeRequest({ arguments: { ms: 1000, tag: `#${i}` } }), {
+          [ID_PROPERTY]: id,
+        })
       }
       // Both bridges share the work; stop one while it holds some of it.
       await until(() => stopping.bridge.inFlight + staying.bridge.inFlight === ids.length)

@@ -63,7 +63,11 @@ const settingsFor = (flags: Parameters<typeof resolveSettings>[0]): Settings =>
   resolveSettings({ port: 'off', ...flags }, { BYOF_ECHO_TOKEN: TOKEN })
 
 /** Each call's answer, or its error as `type: message`. */
-async function answers(runtime: Runtime, project: Project, calls: { tool: string; arguments: object }[]): Promise<string[]> {
+async function answers(
+  runtime: Runtime,
+  project: Project,
+  calls: { tool: string; arguments: object }[],
+): Promise<string[]> {
   const transport = await runtime.connectClient()
   return Promise.all(
     calls.map(async (call) => {
@@ -73,7 +77,10 @@ async function answers(runtime: Runtime, project: Project, calls: { tool: string
       try {
         // A stream service's answer is every chunk up to end_of_stream, as a streaming client reads it.
         const onChunk = spec.response === 'stream' ? () => {} : undefined
-        return await client.call({ user: 'alice', config: {}, arguments: call.arguments as Record<string, unknown> }, { timeoutMs: 30_000, onChunk })
+        return await client.call(
+          { user: 'alice', config: {}, arguments: call.arguments as Record<string, unknown> },
+          { timeoutMs: 30_000, onChunk },
+        )
       } catch (err) {
         return err instanceof ToolCallError ? `${err.type}: ${err.message}` : String(err)
       } finally {
@@ -109,11 +116,19 @@ describe('the Express app through apigw-v2: in process and under serverless-offl
   }, 180_000)
 
   it('answers what the app answers: JSON pretty-printed, 4xx as errors with status and body', () => {
-    expect(JSON.parse(inProcess[0]!)).toStrictEqual({ sku: 'KB-101', name: 'Mechanical keyboard', price: 89, currency: 'EUR', inStock: true })
+    expect(JSON.parse(inProcess[0]!)).toStrictEqual({
+      sku: 'KB-101',
+      name: 'Mechanical keyboard',
+      price: 89,
+      currency: 'EUR',
+      inStock: true,
+    })
     expect(inProcess[0]).toContain('\n  "sku": "KB-101",\n')
     expect(JSON.parse(inProcess[1]!)).toMatchObject({ price: 186.15, currency: 'GBP' })
     expect(inProcess[2]).toBe('tool-service-error: HTTP 404 Not Found: {"error":"no product NOPE-1"}')
-    expect(inProcess[3]).toBe('tool-service-error: HTTP 400 Bad Request: {"error":"unknown currency XXX; use one of EUR, USD, GBP"}')
+    expect(inProcess[3]).toBe(
+      'tool-service-error: HTTP 400 Bad Request: {"error":"unknown currency XXX; use one of EUR, USD, GBP"}',
+    )
     expect(JSON.parse(inProcess[4]!)).toStrictEqual({ sku: 'KB-101', quantity: 2, totalEur: 178 })
     expect(inProcess[5]).toBe('tool-service-error: HTTP 409 Conflict: {"error":"only 0 of MS-220 in stock"}')
   })
@@ -141,31 +156,63 @@ describe('the HTTP function server through url:', () => {
     ])
     expect(echo).toBe('{\n  "echo": "bring your own function",\n  "words": 4\n}')
     expect(countdown).toBe('2\n1\nliftoff')
-    expect(bad).toBe('tool-service-error: HTTP 400 Bad Request: {"error":"\\"from\\" must be an integer from 1 to 100"}')
+    expect(bad).toBe(
+      'tool-service-error: HTTP 400 Bad Request: {"error":"\\"from\\" must be an integer from 1 to 100"}',
+    )
   })
 })
 
-function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_') && !key.startsWith('AWS_')))
+function cli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_') && !key.startsWith('AWS_')),
+  )
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...base, AWS_EC2_METADATA_DISABLED: 'true', ...env }, timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { ...base, AWS_EC2_METADATA_DISABLED: 'true', ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     )
   })
 }
 
 describe('toolbridge invoke', () => {
   it('calls the Express app', async () => {
-    const run = await cli(['-c', yml, 'invoke', 'lookup-product', '-a', 'sku=KB-101', '-a', 'currency=USD', '--invoker', 'in-process'])
+    const run = await cli([
+      '-c',
+      yml,
+      'invoke',
+      'lookup-product',
+      '-a',
+      'sku=KB-101',
+      '-a',
+      'currency=USD',
+      '--invoker',
+      'in-process',
+    ])
     expect(run.stderr).toBe('toolbridge: via an embedded bridge in this process (in-process invoker)\n')
     expect(run.code).toBe(0)
-    expect(JSON.parse(run.stdout)).toStrictEqual({ sku: 'KB-101', name: 'Mechanical keyboard', price: 96.12, currency: 'USD', inStock: true })
+    expect(JSON.parse(run.stdout)).toStrictEqual({
+      sku: 'KB-101',
+      name: 'Mechanical keyboard',
+      price: 96.12,
+      currency: 'USD',
+      inStock: true,
+    })
   })
 
   it('calls the HTTP function with the secret header from the environment, and streams its event stream', async () => {
-    const echo = await cli(['-c', yml, 'invoke', 'echo-words', '-a', 'text=one two', '--invoker', 'in-process'], { BYOF_ECHO_TOKEN: TOKEN })
+    const echo = await cli(['-c', yml, 'invoke', 'echo-words', '-a', 'text=one two', '--invoker', 'in-process'], {
+      BYOF_ECHO_TOKEN: TOKEN,
+    })
     expect(echo).toMatchObject({ code: 0, stdout: '{\n  "echo": "one two",\n  "words": 2\n}\n' })
-    const countdown = await cli(['-c', yml, 'invoke', 'countdown', '--args', '{"start": 3}', '--stream', '--invoker', 'in-process'], { BYOF_ECHO_TOKEN: TOKEN })
+    const countdown = await cli(
+      ['-c', yml, 'invoke', 'countdown', '--args', '{"start": 3}', '--stream', '--invoker', 'in-process'],
+      { BYOF_ECHO_TOKEN: TOKEN },
+    )
     expect(countdown).toMatchObject({ code: 0, stdout: '3\n2\n1\nliftoff\n' })
   })
 
@@ -189,7 +236,13 @@ describe("someone else's Lambda function", () => {
       id,
       topic: id,
       timeout: 5,
-      tools: [{ name: `${id}-tool`, description: 'A partner tool', arguments: [{ name: 'city', type: 'string', description: 'A city' }] }],
+      tools: [
+        {
+          name: `${id}-tool`,
+          description: 'A partner tool',
+          arguments: [{ name: 'city', type: 'string', description: 'A city' }],
+        },
+      ],
       ...extra,
     })
     const doc = {
@@ -235,10 +288,12 @@ describe("someone else's Lambda function", () => {
     const project = loadProject(partnerYml)
     const runtime = await startRuntime(project, settingsFor({ invoker: 'local', lambdaEndpoint: fake.url }))
     try {
-      expect(await answers(runtime, project, [
-        { tool: 'weather-tool', arguments: { city: 'Oslo' } },
-        { tool: 'by-arn-tool', arguments: { city: 'Bergen' } },
-      ])).toStrictEqual(['sunny in Oslo', 'rain in Bergen'])
+      expect(
+        await answers(runtime, project, [
+          { tool: 'weather-tool', arguments: { city: 'Oslo' } },
+          { tool: 'by-arn-tool', arguments: { city: 'Bergen' } },
+        ]),
+      ).toStrictEqual(['sunny in Oslo', 'rain in Bergen'])
     } finally {
       await runtime.stop()
     }
@@ -252,7 +307,9 @@ describe("someone else's Lambda function", () => {
     const project = loadProject(partnerYml)
     const runtime = await startRuntime(project, settingsFor({ invoker: 'local', lambdaEndpoint: fake.url }), { logger })
     try {
-      expect(errors).toStrictEqual(['function cannot load: Lambda function "partner-team-retired" is missing: no function "partner-team-retired" in eu-west-1'])
+      expect(errors).toStrictEqual([
+        'function cannot load: Lambda function "partner-team-retired" is missing: no function "partner-team-retired" in eu-west-1',
+      ])
       expect(fake.calls).toHaveLength(0) // looked up, never invoked
       const [answer] = await answers(runtime, project, [{ tool: 'gone-tool', arguments: {} }])
       expect(answer).toMatch(/^unavailable: calling "partner-team-retired" .*ResourceNotFoundException/)
@@ -283,7 +340,9 @@ describe("someone else's Lambda function", () => {
     doc.custom.toolServices.weather.headers = { a: 'b' }
     writeFileSync(partnerYml, toYaml(doc))
     try {
-      expect(() => loadProject(partnerYml)).toThrow('custom.toolServices.weather.headers: is for a "url:" tool service; this one names a Lambda "function:"')
+      expect(() => loadProject(partnerYml)).toThrow(
+        'custom.toolServices.weather.headers: is for a "url:" tool service; this one names a Lambda "function:"',
+      )
     } finally {
       write()
     }
@@ -291,7 +350,10 @@ describe("someone else's Lambda function", () => {
 })
 
 const interopReady = rabbitmqInstalled() && trustgraphInstalled()
-if (!interopReady) console.log(`skipping bring-your-own-function interop: needs rabbitmq-server (${RABBITMQ_INSTALL}) and TrustGraph's packages (${TRUSTGRAPH_INSTALL})`)
+if (!interopReady)
+  console.log(
+    `skipping bring-your-own-function interop: needs rabbitmq-server (${RABBITMQ_INSTALL}) and TrustGraph's packages (${TRUSTGRAPH_INSTALL})`,
+  )
 
 describe.skipIf(!interopReady)("TrustGraph's own client on RabbitMQ", () => {
   let broker: RabbitBroker
@@ -311,16 +373,24 @@ describe.skipIf(!interopReady)("TrustGraph's own client on RabbitMQ", () => {
   const service = (id: string) => project.services.find((s) => s.id === id)!
 
   it('calls the Express app: an answer and an error', async () => {
-    const results = await trustgraphClientCalls(service('product-service'), [{ arguments: { sku: 'KB-101' } }, { arguments: { sku: 'NOPE-1' } }])
+    const results = await trustgraphClientCalls(service('product-service'), [
+      { arguments: { sku: 'KB-101' } },
+      { arguments: { sku: 'NOPE-1' } },
+    ])
     expect(JSON.parse(results[0]!.response)).toMatchObject({ sku: 'KB-101', price: 89 })
     expect(results[0]!.error).toBeNull()
-    expect(results[1]!.error).toStrictEqual({ type: 'tool-service-error', message: 'HTTP 404 Not Found: {"error":"no product NOPE-1"}' })
+    expect(results[1]!.error).toStrictEqual({
+      type: 'tool-service-error',
+      message: 'HTTP 404 Not Found: {"error":"no product NOPE-1"}',
+    })
   })
 
   it('calls the HTTP function, single and streamed', async () => {
     const [echo] = await trustgraphClientCalls(service('echo-service'), [{ arguments: { text: 'hello there' } }])
     expect(echo).toStrictEqual({ response: '{\n  "echo": "hello there",\n  "words": 2\n}', error: null, messages: 1 })
-    const [countdown] = await trustgraphClientCalls(service('countdown-service'), [{ arguments: { start: 3 }, stream: true }])
+    const [countdown] = await trustgraphClientCalls(service('countdown-service'), [
+      { arguments: { start: 3 }, stream: true },
+    ])
     expect(countdown).toStrictEqual({ response: '3\n2\n1\nliftoff', error: null, messages: 5 }) // four events and the end of the stream
   })
 })

@@ -1,11 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import {
-  MAX_BITS,
-  MAX_EXPONENT,
-  MAX_PRECISION,
-  calculate,
-  handler,
-} from '../functions/calculator/handler.ts'
+import { MAX_BITS, MAX_EXPONENT, MAX_PRECISION, calculate, handler } from '../functions/calculator/handler.ts'
 import { MAX_EXPRESSION_LENGTH, MAX_NESTING_DEPTH } from '../functions/calculator/parse.ts'
 import { Rational, WorkLimitError, gcd, withWorkLimit } from '../functions/calculator/rational.ts'
 
@@ -199,7 +193,9 @@ describe('calculator: limits', () => {
 
   it('caps the size of numbers before computing them', async () => {
     expect(await run('10^10000')).toBe('1' + '0'.repeat(10000))
-    await expect(run('(10^100)^10000')).rejects.toThrow(/^result too large at position 9 \(numbers are limited to 100000 bits/)
+    await expect(run('(10^100)^10000')).rejects.toThrow(
+      /^result too large at position 9 \(numbers are limited to 100000 bits/,
+    )
     expect(await run('(2^10000)^9 * 2^9999')).toBe(String(2n ** 99999n)) // 100,000 bits: just fits
     await expect(run('(2^10000)^9 * 2^9999 * 2')).rejects.toThrow(/^result too large at position 22/)
     expect(MAX_BITS).toBe(100_000)

@@ -27,7 +27,10 @@ describe('timeoutMs', () => {
   it.each(['0', '-1', 'soon', '', 'NaN'])('refuses %j as a config error naming --timeout', (value) => {
     const error = refusal(() => timeoutMs(value))
     expect(error).toBeInstanceOf(ToolbridgeError)
-    expect(error).toMatchObject({ kind: 'config', message: `--timeout: "${value}" must be a positive number of seconds` })
+    expect(error).toMatchObject({
+      kind: 'config',
+      message: `--timeout: "${value}" must be a positive number of seconds`,
+    })
   })
 
   it('is given its default in seconds, as the flag is spelled', () => {
@@ -47,7 +50,9 @@ describe('mcpEndpoint', () => {
   })
 
   it('refuses what is not an http(s) URL', () => {
-    expect(() => mcpEndpoint('toolbridge:8080', undefined)).toThrow('--mcp-url: "toolbridge:8080" must be an http:// or https:// URL')
+    expect(() => mcpEndpoint('toolbridge:8080', undefined)).toThrow(
+      '--mcp-url: "toolbridge:8080" must be an http:// or https:// URL',
+    )
     expect(() => mcpEndpoint('not a url', undefined)).toThrow('--mcp-url: "not a url" is not a URL')
   })
 })
@@ -56,11 +61,20 @@ describe('option groups', () => {
   const longs = (command: Command) => command.options.map((o) => o.long)
 
   it('--broker comes with the options of particular brokers', () => {
-    expect(longs(addBrokerOptions(new Command('x')))).toStrictEqual(['--broker', '--pulsar-token', '--pulsar-listener', '--pulsar-client'])
+    expect(longs(addBrokerOptions(new Command('x')))).toStrictEqual([
+      '--broker',
+      '--pulsar-token',
+      '--pulsar-listener',
+      '--pulsar-client',
+    ])
   })
 
   it('where functions run comes as --invoker with the Lambda options', () => {
-    expect(longs(addInvokerOptions(new Command('x')))).toStrictEqual(['--invoker', '--lambda-endpoint', '--lambda-retry-window'])
+    expect(longs(addInvokerOptions(new Command('x')))).toStrictEqual([
+      '--invoker',
+      '--lambda-endpoint',
+      '--lambda-retry-window',
+    ])
   })
 })
 
@@ -84,6 +98,8 @@ describe('the HTTP gateway in settings', () => {
     expect(resolveSettings({ port: '8081' }, {}, { gateway: false }).port).toBeUndefined()
     expect(resolveSettings({}, { TOOLBRIDGE_PORT: 'not-a-port' }, { gateway: false }).port).toBeUndefined()
     // Everything else is read as for `start`.
-    expect(resolveSettings({ invoker: 'in-process' }, { TOOLBRIDGE_WORKSPACE: 'w' }, { gateway: false })).toMatchObject({ invoker: 'in-process', workspace: 'w' })
+    expect(resolveSettings({ invoker: 'in-process' }, { TOOLBRIDGE_WORKSPACE: 'w' }, { gateway: false })).toMatchObject(
+      { invoker: 'in-process', workspace: 'w' },
+    )
   })
 })

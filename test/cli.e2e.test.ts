@@ -64,12 +64,16 @@ class Server {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 
   constructor(globalArgs: string[] = [], startArgs: string[] = []) {
-    this.child = spawn(process.execPath, ['bridge/cli/main.ts', ...globalArgs, 'start', '--port', '0', '--log-level', 'warn', ...startArgs], {
-      cwd: ROOT,
-      env: cleanEnv(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: CHILD_TIMEOUT_MS,
-    })
+    this.child = spawn(
+      process.execPath,
+      ['bridge/cli/main.ts', ...globalArgs, 'start', '--port', '0', '--log-level', 'warn', ...startArgs],
+      {
+        cwd: ROOT,
+        env: cleanEnv(),
+        stdio: ['ignore', 'pipe', 'pipe'],
+        timeout: CHILD_TIMEOUT_MS,
+      },
+    )
     this.child.stdout.setEncoding('utf8')
     this.child.stderr.setEncoding('utf8')
     this.child.stderr.on('data', (text: string) => (this.stderr += text))
@@ -80,7 +84,9 @@ class Server {
         const match = /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools \(/m.exec(this.stdout)
         if (match) resolve(match[1]!)
       })
-      void this.exited.then(({ code }) => reject(new Error(`toolbridge start exited (${code}) before serving:\n${this.stdout}${this.stderr}`)))
+      void this.exited.then(({ code }) =>
+        reject(new Error(`toolbridge start exited (${code}) before serving:\n${this.stdout}${this.stderr}`)),
+      )
     })
   }
 
@@ -99,7 +105,9 @@ describe('toolbridge invoke', () => {
   it.concurrent('prints the answer of tell-joke and exits 0', async ({ expect }) => {
     const run = await toolbridge('invoke', 'tell-joke', '--arg', 'topic=programming')
     expect(run).toMatchObject({ code: 0, stderr: EMBEDDED_ROUTE })
-    expect(run.stdout).toBe("Hey there! Here's a pun for you:\n\nI told my computer a joke about UDP. I am not sure it got it.\n")
+    expect(run.stdout).toBe(
+      "Hey there! Here's a pun for you:\n\nI told my computer a joke about UDP. I am not sure it got it.\n",
+    )
   })
 
   it.concurrent('prints the streamed story of tell-story with --stream', async ({ expect }) => {
@@ -113,7 +121,10 @@ describe('toolbridge invoke', () => {
     const run = await toolbridge('invoke', 'tell-joke')
     expect(run.code).toBe(1)
     expect(run.stdout).toBe('')
-    expect(lines(run.stderr)).toEqual([EMBEDDED_ROUTE.trim(), expect.stringMatching(/^error: invalid-arguments: .*"topic" is required/)])
+    expect(lines(run.stderr)).toEqual([
+      EMBEDDED_ROUTE.trim(),
+      expect.stringMatching(/^error: invalid-arguments: .*"topic" is required/),
+    ])
   })
 
   it.concurrent('reports an unknown tool in one line and exits non-zero', async ({ expect }) => {
@@ -124,22 +135,37 @@ describe('toolbridge invoke', () => {
     expect(run.stderr).toContain('tell-joke')
   })
 
-  it.concurrent('refuses a --timeout that is not a positive number of seconds, in one line, exit 2', async ({ expect }) => {
+  it.concurrent('refuses a --timeout that is not a positive number of seconds, in one line, exit 2', async ({
+    expect,
+  }) => {
     const run = await toolbridge('invoke', 'tell-joke', '--arg', 'topic=cats', '--timeout', '0')
-    expect(run).toMatchObject({ code: 2, stdout: '', stderr: 'toolbridge: --timeout: "0" must be a positive number of seconds\n' })
+    expect(run).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: 'toolbridge: --timeout: "0" must be a positive number of seconds\n',
+    })
     // Before trying to reach the broker: nothing listens at this one.
     for (const command of ['register', 'unregister']) {
       const registering = await toolbridge(command, '--broker', 'amqp://127.0.0.1:9', '--timeout', 'soon')
-      expect(registering).toMatchObject({ code: 2, stdout: '', stderr: 'toolbridge: --timeout: "soon" must be a positive number of seconds\n' })
+      expect(registering).toMatchObject({
+        code: 2,
+        stdout: '',
+        stderr: 'toolbridge: --timeout: "soon" must be a positive number of seconds\n',
+      })
     }
   })
 
-  it.concurrent('exits 2 with one line for every flag value it cannot use, before starting anything', async ({ expect }) => {
+  it.concurrent('exits 2 with one line for every flag value it cannot use, before starting anything', async ({
+    expect,
+  }) => {
     const usage: [string[], string][] = [
       [['invoke', 'tell-joke', '--args', '{bad'], 'toolbridge: --args: not valid JSON'],
       [['invoke', 'tell-joke', '--args', '[1]'], 'toolbridge: --args: must be a JSON object'],
       [['invoke', 'tell-joke', '--arg', 'topic'], 'toolbridge: --arg "topic": expected key=value'],
-      [['invoke', 'tell-joke', '--url', 'nowhere'], 'toolbridge: --url: "nowhere" is not a URL, e.g. http://localhost:3002'],
+      [
+        ['invoke', 'tell-joke', '--url', 'nowhere'],
+        'toolbridge: --url: "nowhere" is not a URL, e.g. http://localhost:3002',
+      ],
       [['start', '--port', 'abc'], 'toolbridge: --port: "abc" must be an integer from 0 to 65535'],
       [['start', '--drain-timeout', '-1'], 'toolbridge: --drain-timeout: "-1" must be an integer from 0 to 3600'],
       [['start', '--register', '--timeout', '0'], 'toolbridge: --timeout: "0" must be a positive number of seconds'],
@@ -160,20 +186,35 @@ describe('toolbridge invoke', () => {
   })
 })
 
-const WHOLE_STORY = /^Once upon a time, Ada lived in a small town by the sea\..* The path led through a forest where the trees whispered old names\.\n$/
+const WHOLE_STORY =
+  /^Once upon a time, Ada lived in a small town by the sea\..* The path led through a forest where the trees whispered old names\.\n$/
 
 describe('toolbridge invoke, a stream service without --stream', () => {
-  it.concurrent('prints the whole answer from an embedded bridge, in worker threads and in process', async ({ expect }) => {
+  it.concurrent('prints the whole answer from an embedded bridge, in worker threads and in process', async ({
+    expect,
+  }) => {
     for (const invoker of ['local', 'in-process']) {
       const run = await toolbridge('invoke', 'tell-story', '--arg', 'hero=Ada', '--invoker', invoker)
-      expect(run).toMatchObject({ code: 0, stderr: `toolbridge: via an embedded bridge in this process (${invoker} invoker)\n` })
+      expect(run).toMatchObject({
+        code: 0,
+        stderr: `toolbridge: via an embedded bridge in this process (${invoker} invoker)\n`,
+      })
       expect(run.stdout).toMatch(WHOLE_STORY)
     }
   })
 
   it.concurrent('ends once a function that ran in process timed out, whatever it left running', async ({ expect }) => {
     // The function sleeps far past the child's fail-safe timeout; its own timeout (10 s) answers first.
-    const run = await toolbridge('-c', FAULTS_YML, 'invoke', 'slow', '--args', '{"ms": 600000}', '--invoker', 'in-process')
+    const run = await toolbridge(
+      '-c',
+      FAULTS_YML,
+      'invoke',
+      'slow',
+      '--args',
+      '{"ms": 600000}',
+      '--invoker',
+      'in-process',
+    )
     expect(run).toMatchObject({ code: 1, signal: null, stdout: '' })
     expect(lines(run.stderr).at(-1)).toMatch(/^error: timeout: /)
   })
@@ -207,8 +248,18 @@ describe('toolbridge invoke, and the bridge on this machine', () => {
   it('asks for the token of a bridge that wants one, and goes through it with --http-token', async () => {
     const refused = await toolbridgeWith({ TOOLBRIDGE_PORT: lockedPort }, 'invoke', 'tell-joke', '--arg', 'topic=cats')
     expect(refused).toMatchObject({ code: 1, stdout: '' })
-    expect(lines(refused.stderr)).toEqual([expect.stringContaining('wants a bearer token: give --http-token (env TOOLBRIDGE_HTTP_TOKEN)')])
-    const run = await toolbridgeWith({ TOOLBRIDGE_PORT: lockedPort }, 'invoke', 'tell-story', '--arg', 'hero=Ada', '--http-token', 'sesame')
+    expect(lines(refused.stderr)).toEqual([
+      expect.stringContaining('wants a bearer token: give --http-token (env TOOLBRIDGE_HTTP_TOKEN)'),
+    ])
+    const run = await toolbridgeWith(
+      { TOOLBRIDGE_PORT: lockedPort },
+      'invoke',
+      'tell-story',
+      '--arg',
+      'hero=Ada',
+      '--http-token',
+      'sesame',
+    )
     expect(run).toMatchObject({ code: 0, stderr: `toolbridge: via http://127.0.0.1:${lockedPort}\n` })
     expect(run.stdout).toMatch(WHOLE_STORY)
   })
@@ -220,7 +271,10 @@ describe('toolbridge invoke --url, through a running toolbridge start', () => {
   let server: Server
   let url: string
   beforeAll(async () => {
-    server = new Server([], ['--invoker', 'lambda', '--lambda-endpoint', 'http://127.0.0.1:9', '--lambda-retry-window', '0'])
+    server = new Server(
+      [],
+      ['--invoker', 'lambda', '--lambda-endpoint', 'http://127.0.0.1:9', '--lambda-retry-window', '0'],
+    )
     url = await server.url
   })
   afterAll(() => server?.stop())
@@ -228,7 +282,12 @@ describe('toolbridge invoke --url, through a running toolbridge start', () => {
   it('goes through that bridge and its invoker', async () => {
     const run = await toolbridge('invoke', 'tell-joke', '--arg', 'topic=cats', '--url', url, '--timeout', '20')
     expect(run.code).toBe(1)
-    expect(lines(run.stderr)).toEqual([`toolbridge: via ${url}`, expect.stringMatching(/^error: unavailable: calling "toolbridge-joke" on http:\/\/127\.0\.0\.1:9: .*ECONNREFUSED/)])
+    expect(lines(run.stderr)).toEqual([
+      `toolbridge: via ${url}`,
+      expect.stringMatching(
+        /^error: unavailable: calling "toolbridge-joke" on http:\/\/127\.0\.0\.1:9: .*ECONNREFUSED/,
+      ),
+    ])
   })
 
   it('says so in one line when nothing answers at --url', async () => {
@@ -261,16 +320,33 @@ describe('toolbridge -c with a bad serverless.yml', () => {
   })
 
   it.concurrent('quotes the line of a duplicate key, without a dangling colon', async ({ expect }) => {
-    const path = write('duplicate.yml', 'service: dup\nfunctions:\n  joke:\n    handler: a.handler\n  joke:\n    handler: b.handler\n')
+    const path = write(
+      'duplicate.yml',
+      'service: dup\nfunctions:\n  joke:\n    handler: a.handler\n  joke:\n    handler: b.handler\n',
+    )
     const run = await toolbridge('-c', path, 'descriptors')
     expect(run).toMatchObject({ code: 1, stdout: '' })
-    expect(lines(run.stderr)).toEqual([`toolbridge: ${path}: invalid YAML: Map keys must be unique at line 5, column 3: "joke:"`])
+    expect(lines(run.stderr)).toEqual([
+      `toolbridge: ${path}: invalid YAML: Map keys must be unique at line 5, column 3: "joke:"`,
+    ])
   })
 
   it.concurrent('takes a serverless.yml with only custom.toolServices, no functions:', async ({ expect }) => {
     const path = write(
       'custom-only.yml',
-      ['service: elsewhere', 'custom:', '  toolServices:', '    remote:', '      url: http://127.0.0.1:9/x', '      id: remote-service', '      topic: remote', '      tools:', '        - name: remote', '          description: Remote', ''].join('\n'),
+      [
+        'service: elsewhere',
+        'custom:',
+        '  toolServices:',
+        '    remote:',
+        '      url: http://127.0.0.1:9/x',
+        '      id: remote-service',
+        '      topic: remote',
+        '      tools:',
+        '        - name: remote',
+        '          description: Remote',
+        '',
+      ].join('\n'),
     )
     const run = await toolbridge('-c', path, 'descriptors')
     expect(run).toMatchObject({ code: 0, stderr: '' })
@@ -356,10 +432,21 @@ describe('toolbridge descriptors', () => {
     expect(printed.tool['tell-story']).toEqual(tellStory)
     // Every other entry has the same shape (the calculator is someone else's work in progress).
     for (const [id, descriptor] of Object.entries(printed['tool-service'])) {
-      expect(descriptor).toEqual({ id, 'request-queue': expect.any(String), 'response-queue': expect.any(String), 'config-params': expect.any(Array) })
+      expect(descriptor).toEqual({
+        id,
+        'request-queue': expect.any(String),
+        'response-queue': expect.any(String),
+        'config-params': expect.any(Array),
+      })
     }
     for (const [name, descriptor] of Object.entries(printed.tool)) {
-      expect(descriptor).toMatchObject({ type: 'tool-service', name, description: expect.any(String), service: expect.any(String), arguments: expect.any(Array) })
+      expect(descriptor).toMatchObject({
+        type: 'tool-service',
+        name,
+        description: expect.any(String),
+        service: expect.any(String),
+        arguments: expect.any(Array),
+      })
     }
   })
 
@@ -397,7 +484,11 @@ describe('toolbridge start with the example functions', () => {
       style: 'pun',
       arguments: [{ name: 'topic', type: 'string', description: 'The topic for the joke' }],
     })
-    expect(byName.get('tell-story')?.arguments.map((a) => (a as { name: string }).name)).toEqual(['hero', 'place', 'sentences'])
+    expect(byName.get('tell-story')?.arguments.map((a) => (a as { name: string }).name)).toEqual([
+      'hero',
+      'place',
+      'sentences',
+    ])
   })
 
   it('answers POST /tools/tell-joke with NDJSON ending in the response', async () => {
@@ -405,16 +496,33 @@ describe('toolbridge start with the example functions', () => {
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toBe('application/x-ndjson')
     const messages = ndjson(await res.text())
-    expect(messages.at(-1)).toEqual({ response: "Hey alice! Here's a pun for you:\n\nWhat do you call a pile of cats? A meowtain." })
+    expect(messages.at(-1)).toEqual({
+      response: "Hey alice! Here's a pun for you:\n\nWhat do you call a pile of cats? A meowtain.",
+    })
   })
 
   it('`invoke --url` prints its streamed story, and its error answers as invoke does', async () => {
-    const story = await toolbridge('invoke', 'tell-story', '--arg', 'hero=Ada', '--arg', 'sentences=2', '--stream', '--url', url)
+    const story = await toolbridge(
+      'invoke',
+      'tell-story',
+      '--arg',
+      'hero=Ada',
+      '--arg',
+      'sentences=2',
+      '--stream',
+      '--url',
+      url,
+    )
     expect(story).toMatchObject({ code: 0, stderr: `toolbridge: via ${url}\n` })
-    expect(story.stdout).toBe('Once upon a time, Ada lived in a small town by the sea. Every morning, Ada looked at the horizon and wondered what lay beyond it.\n')
+    expect(story.stdout).toBe(
+      'Once upon a time, Ada lived in a small town by the sea. Every morning, Ada looked at the horizon and wondered what lay beyond it.\n',
+    )
     const missing = await toolbridge('invoke', 'tell-joke', '--url', url)
     expect(missing.code).toBe(1)
-    expect(lines(missing.stderr)).toEqual([`toolbridge: via ${url}`, expect.stringMatching(/^error: invalid-arguments: .*"topic" is required/)])
+    expect(lines(missing.stderr)).toEqual([
+      `toolbridge: via ${url}`,
+      expect.stringMatching(/^error: invalid-arguments: .*"topic" is required/),
+    ])
   })
 
   it('streams POST /tools/tell-story as chunk lines, then the whole response', async () => {
@@ -438,7 +546,9 @@ describe('toolbridge start with the example functions', () => {
     const res = await post(`${url}/tools/tell-joke`, { arguments: { topic: 42 } })
     expect(res.status).toBe(422)
     expect(res.headers.get('content-type')).toBe('application/json')
-    expect(await res.json()).toEqual({ error: { type: 'invalid-arguments', message: expect.stringContaining('"topic"') } })
+    expect(await res.json()).toEqual({
+      error: { type: 'invalid-arguments', message: expect.stringContaining('"topic"') },
+    })
   })
 })
 
@@ -503,17 +613,28 @@ describe('toolbridge start, shutting down with HTTP callers', () => {
       const mcpAnswer = fetch(`${url}/mcp`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'slow-stream', arguments: { ms: 8000 } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'slow-stream', arguments: { ms: 8000 } },
+        }),
       }).then((answer) => answer.text())
       const call = await readUntil(res, (received) => received.includes('\n'))
       // Both requests are in the bridge's hands before the drain begins.
-      while (!(await fetch(`${url}/metrics`).then((m) => m.text())).includes('toolbridge_requests_in_flight{service="slow-stream-service"} 2')) {
+      while (
+        !(await fetch(`${url}/metrics`).then((m) => m.text())).includes(
+          'toolbridge_requests_in_flight{service="slow-stream-service"} 2',
+        )
+      ) {
         await new Promise((resolve) => setTimeout(resolve, 50))
       }
       server.child.kill('SIGTERM')
       const lines = ndjson(await call.rest())
       expect(lines[0]).toEqual({ chunk: 'started' })
-      expect(lines.at(-1)).toEqual({ error: { type: 'unavailable', message: expect.stringContaining('stopped before this call was answered') } })
+      expect(lines.at(-1)).toEqual({
+        error: { type: 'unavailable', message: expect.stringContaining('stopped before this call was answered') },
+      })
       const mcpText = await mcpAnswer
       expect(mcpText).toContain('"isError":true')
       expect(mcpText).toContain('stopped before this call was answered')
@@ -534,8 +655,14 @@ describe('toolbridge start, shutting down with HTTP callers', () => {
       const late = await post(`${url}/tools/echo`, { arguments: { text: 'late' } })
       expect(late.status).toBe(503)
       expect(late.headers.get('retry-after')).toBe('1')
-      expect(await late.json()).toEqual({ error: { type: 'unavailable', message: expect.stringContaining('shutting down') } })
-      expect(ndjson(await call.rest())).toEqual([{ chunk: 'started' }, { chunk: ' done' }, { response: 'started done' }])
+      expect(await late.json()).toEqual({
+        error: { type: 'unavailable', message: expect.stringContaining('shutting down') },
+      })
+      expect(ndjson(await call.rest())).toEqual([
+        { chunk: 'started' },
+        { chunk: ' done' },
+        { response: 'started done' },
+      ])
       expect(await server.exited).toEqual({ code: 0, signal: null })
     } finally {
       await server.stop()
@@ -571,7 +698,10 @@ describe('toolbridge --version and --help', () => {
     const run = await toolbridge('start', '--help')
     expect(run.code).toBe(0)
     // Each option's entry: its first line starts with "  -", continuation lines are indented further.
-    const entries = run.stdout.split('\nOptions:\n')[1]!.split(/\n(?= {2}-)/).map((entry) => entry.replace(/\s+/g, ' ').trim())
+    const entries = run.stdout
+      .split('\nOptions:\n')[1]!
+      .split(/\n(?= {2}-)/)
+      .map((entry) => entry.replace(/\s+/g, ' ').trim())
     const withoutEnv = entries.filter((entry) => !entry.startsWith('-h, --help') && !/\benv:? [A-Z_]+/.test(entry))
     expect(withoutEnv).toEqual([])
     expect(entries.length).toBeGreaterThan(20)
@@ -580,7 +710,14 @@ describe('toolbridge --version and --help', () => {
 
 describe('toolbridge and Lambda settings', () => {
   it.concurrent('answers at once, without retrying, when the bridge has no AWS region', async ({ expect }) => {
-    const noAws = { AWS_REGION: '', AWS_DEFAULT_REGION: '', AWS_PROFILE: '', AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent', AWS_EC2_METADATA_DISABLED: 'true' }
+    const noAws = {
+      AWS_REGION: '',
+      AWS_DEFAULT_REGION: '',
+      AWS_PROFILE: '',
+      AWS_CONFIG_FILE: '/nonexistent',
+      AWS_SHARED_CREDENTIALS_FILE: '/nonexistent',
+      AWS_EC2_METADATA_DISABLED: 'true',
+    }
     const run = await toolbridgeWith(noAws, 'invoke', 'tell-joke', '--arg', 'topic=cats', '--invoker', 'lambda')
     expect(run.code).toBe(1)
     expect(lines(run.stderr).at(-1)).toMatch(
@@ -589,14 +726,18 @@ describe('toolbridge and Lambda settings', () => {
   })
 
   it('check does not count a function as missing where the endpoint has no GetFunction (serverless-offline)', async () => {
-    const offlineLike = createHttpServer((_req, res) => void res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}'))
+    const offlineLike = createHttpServer(
+      (_req, res) => void res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}'),
+    )
     offlineLike.listen(0, '127.0.0.1')
     await once(offlineLike, 'listening')
     try {
       const { port } = offlineLike.address() as { port: number }
       const run = await toolbridge('check', '--invoker', 'lambda', '--lambda-endpoint', `http://127.0.0.1:${port}`)
       expect(run).toMatchObject({ code: 0, stderr: '' })
-      expect(lines(run.stdout)).toContain('ok   joke-service  toolbridge-joke: not checked: this Lambda endpoint has no GetFunction API (serverless-offline has none); the first call will tell')
+      expect(lines(run.stdout)).toContain(
+        'ok   joke-service  toolbridge-joke: not checked: this Lambda endpoint has no GetFunction API (serverless-offline has none); the first call will tell',
+      )
     } finally {
       offlineLike.close()
     }

@@ -108,7 +108,14 @@ describe.skipIf(!ready)('the in-memory configuration service with TrustGraph on 
 
   it("serves TrustGraph's own config client: put_many, get, keys, delete_many", async () => {
     const results = await trustgraphConfig([
-      { op: 'put', workspace: 'tg', values: [['tool', 'k1', 'v1'], ['tool', 'k2', 'v2']] },
+      {
+        op: 'put',
+        workspace: 'tg',
+        values: [
+          ['tool', 'k1', 'v1'],
+          ['tool', 'k2', 'v2'],
+        ],
+      },
       { op: 'get', workspace: 'tg', type: 'tool', key: 'k2' },
       { op: 'list', workspace: 'tg', type: 'tool' },
       { op: 'delete', workspace: 'tg', keys: [['tool', 'k1']] },
@@ -120,13 +127,23 @@ describe.skipIf(!ready)('the in-memory configuration service with TrustGraph on 
 
   it("feeds TrustGraph's agent loader the tools registered in it", async () => {
     const items = registrationItems(loadProject('serverless.yml').services)
-    await trustgraphConfig([{ op: 'put', workspace: 'agents', values: items.map((i) => [i.type, i.key, i.value!] as [string, string, string]) }])
+    await trustgraphConfig([
+      {
+        op: 'put',
+        workspace: 'agents',
+        values: items.map((i) => [i.type, i.key, i.value!] as [string, string, string]),
+      },
+    ])
     // Other workspaces hold the byte test's values, which the agent refuses; it loads each workspace whole or not at all.
     const { workspaces } = await agentTools()
     expect(Object.keys(workspaces.agents!).sort()).toEqual(['calculate', 'tell-joke', 'tell-story'])
     expect(workspaces.agents!['tell-joke']).toMatchObject({
       implementation: 'ToolServiceImpl',
-      settings: { request_queue: 'request:tg:joke', response_queue: 'response:tg:joke', config_values: { style: 'pun' } },
+      settings: {
+        request_queue: 'request:tg:joke',
+        response_queue: 'response:tg:joke',
+        config_values: { style: 'pun' },
+      },
     })
   })
 })

@@ -33,21 +33,35 @@ const bytes = (s: string) => Buffer.from(s, 'utf8')
 describe('ConfigRequest / ConfigResponse / ConfigPush on the wire', () => {
   // What TrustGraph 2.11.1 sends: json.dumps(dataclass_to_dict(...)) of its schema dataclasses.
   it('encodes a put ConfigRequest byte for byte as TrustGraph does, non-ASCII escaped', () => {
-    const request = configRequest({ operation: 'put', workspace: 'default', values: [configValue('tool', 'k', '{"a": "é"}')] })
+    const request = configRequest({
+      operation: 'put',
+      workspace: 'default',
+      values: [configValue('tool', 'k', '{"a": "é"}')],
+    })
     expect(text(encodeConfigRequest(request))).toBe(
       '{"operation": "put", "workspace": "default", "keys": [], "type": "", "values": [{"type": "tool", "key": "k", "value": "{\\"a\\": \\"\\u00e9\\"}", "workspace": ""}]}',
     )
   })
 
   it('encodes a get ConfigRequest and the answers byte for byte as TrustGraph does', () => {
-    expect(text(encodeConfigRequest(configRequest({ operation: 'get', workspace: 'default', keys: [{ type: 'tool', key: 'k' }] })))).toBe(
+    expect(
+      text(
+        encodeConfigRequest(
+          configRequest({ operation: 'get', workspace: 'default', keys: [{ type: 'tool', key: 'k' }] }),
+        ),
+      ),
+    ).toBe(
       '{"operation": "get", "workspace": "default", "keys": [{"type": "tool", "key": "k"}], "type": "", "values": []}',
     )
-    expect(text(encodeConfigResponse(configResponse()))).toBe('{"version": 0, "values": [], "directory": [], "config": {}, "error": null}')
+    expect(text(encodeConfigResponse(configResponse()))).toBe(
+      '{"version": 0, "values": [], "directory": [], "config": {}, "error": null}',
+    )
     expect(text(encodeConfigResponse(configResponse({ version: 3, values: [configValue('tool', 'k', null)] })))).toBe(
       '{"version": 3, "values": [{"type": "tool", "key": "k", "value": null, "workspace": ""}], "directory": [], "config": {}, "error": null}',
     )
-    expect(text(encodeConfigResponse(configResponse({ error: { type: 'bad-request', message: 'Workspace is required' } })))).toBe(
+    expect(
+      text(encodeConfigResponse(configResponse({ error: { type: 'bad-request', message: 'Workspace is required' } }))),
+    ).toBe(
       '{"version": 0, "values": [], "directory": [], "config": {}, "error": {"type": "bad-request", "message": "Workspace is required"}}',
     )
     expect(text(encodeConfigPush({ version: 3, changes: { tool: ['default'] } }))).toBe(
@@ -55,7 +69,7 @@ describe('ConfigRequest / ConfigResponse / ConfigPush on the wire', () => {
     )
   })
 
-  it('decodes what it encodes, and a request with only some fields (as TrustGraph\'s gateway sends)', () => {
+  it("decodes what it encodes, and a request with only some fields (as TrustGraph's gateway sends)", () => {
     const request = configRequest({ operation: 'delete', workspace: 'w', keys: [{ type: 'tool', key: 'a' }] })
     expect(decodeConfigRequest(encodeConfigRequest(request))).toEqual({ ok: true, value: request })
     expect(decodeConfigRequest(bytes('{"operation": "list", "type": "tool"}'))).toEqual({
@@ -67,14 +81,26 @@ describe('ConfigRequest / ConfigResponse / ConfigPush on the wire', () => {
   })
 
   it('names the field at fault in a request it cannot read', () => {
-    expect(decodeConfigRequest(bytes('[]'))).toEqual({ ok: false, message: 'ConfigRequest must be a JSON object, got array' })
-    expect(decodeConfigRequest(bytes('{"operation": 1}'))).toEqual({ ok: false, message: '"operation" must be a string, got number' })
+    expect(decodeConfigRequest(bytes('[]'))).toEqual({
+      ok: false,
+      message: 'ConfigRequest must be a JSON object, got array',
+    })
+    expect(decodeConfigRequest(bytes('{"operation": 1}'))).toEqual({
+      ok: false,
+      message: '"operation" must be a string, got number',
+    })
     expect(decodeConfigRequest(bytes('{"operation": "get", "keys": [{"type": "tool", "key": 5}]}'))).toEqual({
       ok: false,
       message: 'keys[0]."key" must be a string, got number',
     })
-    expect(decodeConfigRequest(bytes('{"operation": "put", "values": {}}'))).toEqual({ ok: false, message: '"values" must be a list, got object' })
-    expect(decodeConfigRequest(bytes('{'))).toMatchObject({ ok: false, message: expect.stringContaining('not valid JSON') })
+    expect(decodeConfigRequest(bytes('{"operation": "put", "values": {}}'))).toEqual({
+      ok: false,
+      message: '"values" must be a list, got object',
+    })
+    expect(decodeConfigRequest(bytes('{'))).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('not valid JSON'),
+    })
   })
 })
 
@@ -125,13 +151,25 @@ describe('the in-memory configuration service on the embedded broker', () => {
   }
 
   it('reads back with get what put stored, null for a key it does not have', async () => {
-    await client.put('default', [configValue('tool', 'tell-joke', '{"name": "tell-joke"}'), configValue('tool-service', 'joke-service', '{}')])
-    expect(await client.get('default', [{ type: 'tool', key: 'tell-joke' }, { type: 'tool', key: 'nope' }])).toEqual(['{"name": "tell-joke"}', null])
+    await client.put('default', [
+      configValue('tool', 'tell-joke', '{"name": "tell-joke"}'),
+      configValue('tool-service', 'joke-service', '{}'),
+    ])
+    expect(
+      await client.get('default', [
+        { type: 'tool', key: 'tell-joke' },
+        { type: 'tool', key: 'nope' },
+      ]),
+    ).toEqual(['{"name": "tell-joke"}', null])
     expect(await client.get('other', [{ type: 'tool', key: 'tell-joke' }])).toEqual([null])
   })
 
   it('lists keys sorted, gets values by type, and forgets deleted keys', async () => {
-    await client.put('default', [configValue('tool', 'b', '2'), configValue('tool', 'a', '1'), configValue('mcp', 'a', 'x')])
+    await client.put('default', [
+      configValue('tool', 'b', '2'),
+      configValue('tool', 'a', '1'),
+      configValue('mcp', 'a', 'x'),
+    ])
     expect(await client.list('default', 'tool')).toEqual(['a', 'b'])
     expect(await client.getValues('default', 'tool')).toEqual({ a: '1', b: '2' })
     await client.delete('default', [{ type: 'tool', key: 'a' }])
@@ -142,7 +180,10 @@ describe('the in-memory configuration service on the embedded broker', () => {
   it('answers `config` with the whole workspace and the -all-ws operations across workspaces', async () => {
     await client.put('w1', [configValue('tool', 'a', '1')])
     await client.put('w2', [configValue('tool', 'b', '2'), configValue('mcp', 'm', '3')])
-    expect((await client.request({ operation: 'config', workspace: 'w2' })).config).toEqual({ mcp: { m: '3' }, tool: { b: '2' } })
+    expect((await client.request({ operation: 'config', workspace: 'w2' })).config).toEqual({
+      mcp: { m: '3' },
+      tool: { b: '2' },
+    })
     const all = await client.request({ operation: 'getvalues-all-ws', type: 'tool' })
     expect(all.values).toEqual([configValue('tool', 'a', '1', 'w1'), configValue('tool', 'b', '2', 'w2')])
     const keys = await client.request({ operation: 'getkeys-all-ws', type: 'tool' })
@@ -154,13 +195,15 @@ describe('the in-memory configuration service on the embedded broker', () => {
     await client.put('default', [configValue('tool', 'a', '1'), configValue('tool-service', 's', '{}')])
     await client.delete('default', [{ type: 'tool', key: 'a' }])
     expect((await client.request({ operation: 'list', workspace: 'default', type: 'tool' })).version).toBe(2)
-    await expect.poll(() => pushes).toEqual([
-      { version: 1, changes: { tool: ['default'], 'tool-service': ['default'] } },
-      { version: 2, changes: { tool: ['default'] } },
-    ])
+    await expect
+      .poll(() => pushes)
+      .toEqual([
+        { version: 1, changes: { tool: ['default'], 'tool-service': ['default'] } },
+        { version: 2, changes: { tool: ['default'] } },
+      ])
   })
 
-  it("announces no change in a reserved workspace (\"_...\"), as TrustGraph's does not", async () => {
+  it('announces no change in a reserved workspace ("_..."), as TrustGraph\'s does not', async () => {
     await client.put('__template__', [configValue('tool', 'a', '1')])
     await expect.poll(() => pushes).toEqual([{ version: 1, changes: {} }])
   })
@@ -168,16 +211,25 @@ describe('the in-memory configuration service on the embedded broker', () => {
   it("refuses a workspace operation without a workspace with TrustGraph's bad-request error", async () => {
     const error = await client.put('', [configValue('tool', 'a', '1')]).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(ConfigServiceError)
-    expect(error).toMatchObject({ type: 'bad-request', message: 'configuration service refused: bad-request: Workspace is required' })
+    expect(error).toMatchObject({
+      type: 'bad-request',
+      message: 'configuration service refused: bad-request: Workspace is required',
+    })
     expect(service.store.version).toBe(0)
   })
 
   it("answers an unknown operation with TrustGraph's bad-operation error", async () => {
-    expect((await raw('{"operation": "explode", "workspace": "default"}')).error).toEqual({ type: 'bad-operation', message: 'Bad operation' })
+    expect((await raw('{"operation": "explode", "workspace": "default"}')).error).toEqual({
+      type: 'bad-operation',
+      message: 'Bad operation',
+    })
   })
 
   it('answers a request it cannot read with config-error, and keeps serving', async () => {
-    expect((await raw('not json')).error).toMatchObject({ type: 'config-error', message: expect.stringContaining('not valid JSON') })
+    expect((await raw('not json')).error).toMatchObject({
+      type: 'config-error',
+      message: expect.stringContaining('not valid JSON'),
+    })
     expect((await raw('{"operation": "get", "workspace": "w", "keys": "tool"}')).error).toEqual({
       type: 'config-error',
       message: '"keys" must be a list, got string',
@@ -188,7 +240,11 @@ describe('the in-memory configuration service on the embedded broker', () => {
 
   it('answers each client under its own request id', async () => {
     await client.put('default', [configValue('tool', 'a', '1')])
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => raw(`{"operation": "list", "workspace": "default", "type": "tool"}`, `id-${i}`)))
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        raw(`{"operation": "list", "workspace": "default", "type": "tool"}`, `id-${i}`),
+      ),
+    )
     for (const answer of answers) expect(answer.directory).toEqual(['a'])
   })
 })

@@ -3,7 +3,12 @@ import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import { ConfigError } from '../shared/errors.ts'
 import { descriptors } from '../bridge/project/descriptors.ts'
-import { DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_SECONDS, readToolServices, type ToolServiceSpec } from '../bridge/project/tool-services.ts'
+import {
+  DEFAULT_CONCURRENCY,
+  DEFAULT_TIMEOUT_SECONDS,
+  readToolServices,
+  type ToolServiceSpec,
+} from '../bridge/project/tool-services.ts'
 
 const repoServerless = (): unknown => parse(readFileSync(new URL('../serverless.yml', import.meta.url), 'utf8'))
 
@@ -131,7 +136,7 @@ describe('readToolServices', () => {
     })
   })
 
-  it("uses the function-level timeout when toolService has none", () => {
+  it('uses the function-level timeout when toolService has none', () => {
     const p = project()
     p.functions.joke!.timeout = 12
     expect(only(readToolServices(p)).timeoutMs).toBe(12_000)
@@ -144,7 +149,7 @@ describe('readToolServices', () => {
     expect(only(readToolServices(p)).timeoutMs).toBe(2_500)
   })
 
-  it("takes memorySize from the function, else from the provider", () => {
+  it('takes memorySize from the function, else from the provider', () => {
     const p = project() as ReturnType<typeof project> & { provider?: Record<string, unknown> }
     p.provider = { memorySize: 512 }
     expect(only(readToolServices(p)).memoryMb).toBe(512)
@@ -254,13 +259,17 @@ describe('readToolServices errors name the exact path', () => {
   it('names a tool config value that is not a string, number or boolean', () => {
     const p = project()
     joke(p).tools[0].config.style = ['pun']
-    expect(configError(p).message).toBe('functions.joke.toolService.tools[0].config.style: must be a string, number or boolean')
+    expect(configError(p).message).toBe(
+      'functions.joke.toolService.tools[0].config.style: must be a string, number or boolean',
+    )
   })
 
   it('names a config param that is neither a name nor {name, required}', () => {
     const p = project()
     joke(p).configParams = [42]
-    expect(configError(p).message).toBe('functions.joke.toolService.configParams[0]: must be a name or {name, required}')
+    expect(configError(p).message).toBe(
+      'functions.joke.toolService.configParams[0]: must be a name or {name, required}',
+    )
   })
 
   it('names a bad response mode', () => {
@@ -339,9 +348,7 @@ describe('readToolServices errors name the exact path', () => {
   it('names the config param declaration of a reserved name ("name")', () => {
     const p = project()
     joke(p).configParams = [{ name: 'style' }, { name: 'name' }]
-    expect(configError(p).message).toMatch(
-      /^functions\.joke\.toolService\.configParams\[1\](\.name)?: .*"name"/,
-    )
+    expect(configError(p).message).toMatch(/^functions\.joke\.toolService\.configParams\[1\](\.name)?: .*"name"/)
   })
 
   it('refuses a config param with a reserved name even as a bare string', () => {
@@ -357,7 +364,9 @@ describe('readToolServices errors name the exact path', () => {
     const p = project()
     p.functions.other = structuredClone(p.functions.joke!)
     p.functions.other.toolService.tools[0].name = 'tell-other'
-    expect(configError(p).message).toBe('functions.other.toolService.id: "joke-service" is also the id of functions.joke')
+    expect(configError(p).message).toBe(
+      'functions.other.toolService.id: "joke-service" is also the id of functions.joke',
+    )
   })
 
   it('names a tool name defined by two functions', () => {

@@ -9,7 +9,12 @@ import { describe, expect, it } from 'vitest'
 
 const ROOT = resolve(import.meta.dirname, '..')
 
-const pages = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
+const pages = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+]
 
 /** The Markdown outside fenced code blocks, inline code spans blanked out. */
 function prose(markdown: string): string[] {
@@ -59,14 +64,24 @@ describe('links in the documentation', () => {
   it('README.md links to the pages in docs/', () => {
     const targets = relativeLinks(readFileSync(join(ROOT, 'README.md'), 'utf8'))
     for (const page of pages.filter((p) => p !== 'README.md' && p !== 'docs/architecture.md')) {
-      expect(targets.some((t) => t.split('#')[0] === page), `README.md links to ${page}`).toBe(true)
+      expect(
+        targets.some((t) => t.split('#')[0] === page),
+        `README.md links to ${page}`,
+      ).toBe(true)
     }
     expect(targets).toContain('docs/architecture.md')
   })
 
   it('names heading anchors as GitHub does', () => {
-    const anchors = headingAnchors('# Queue names\n## How each broker lays a queue out\n### Request: `ToolServiceRequest`\n## Queue names\n```\n# not a heading\n```\n')
-    expect([...anchors]).toStrictEqual(['queue-names', 'how-each-broker-lays-a-queue-out', 'request-toolservicerequest', 'queue-names-1'])
+    const anchors = headingAnchors(
+      '# Queue names\n## How each broker lays a queue out\n### Request: `ToolServiceRequest`\n## Queue names\n```\n# not a heading\n```\n',
+    )
+    expect([...anchors]).toStrictEqual([
+      'queue-names',
+      'how-each-broker-lays-a-queue-out',
+      'request-toolservicerequest',
+      'queue-names-1',
+    ])
   })
 
   for (const page of pages) {
@@ -80,7 +95,11 @@ describe('links in the documentation', () => {
           broken.push(`${link}: no ${relative(ROOT, target)}`)
           continue
         }
-        if (fragment !== undefined && target.endsWith('.md') && !headingAnchors(readFileSync(target, 'utf8')).has(fragment)) {
+        if (
+          fragment !== undefined &&
+          target.endsWith('.md') &&
+          !headingAnchors(readFileSync(target, 'utf8')).has(fragment)
+        ) {
           broken.push(`${link}: no heading #${fragment} in ${relative(ROOT, target)}`)
         }
       }

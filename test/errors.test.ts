@@ -40,11 +40,22 @@ describe('ToolbridgeError and ConfigError', () => {
   it('carry their name, kind, cause and retriable flag (not retriable unless said)', () => {
     const cause = new Error('socket closed')
     const error = new ToolbridgeError('unavailable', 'broker gone', { cause, retriable: true })
-    expect(error).toMatchObject({ name: 'ToolbridgeError', kind: 'unavailable', retriable: true, message: 'broker gone', cause })
+    expect(error).toMatchObject({
+      name: 'ToolbridgeError',
+      kind: 'unavailable',
+      retriable: true,
+      message: 'broker gone',
+      cause,
+    })
     const plain = new ToolbridgeError('crash', 'died')
     expect(plain.retriable).toBe(false)
     expect('cause' in plain).toBe(false)
-    expect(new ConfigError('functions.f', 'bad')).toMatchObject({ name: 'ConfigError', kind: 'config', retriable: false, message: 'functions.f: bad' })
+    expect(new ConfigError('functions.f', 'bad')).toMatchObject({
+      name: 'ConfigError',
+      kind: 'config',
+      retriable: false,
+      message: 'functions.f: bad',
+    })
   })
 
   it('isToolbridgeError tells them from other errors', () => {
@@ -67,24 +78,47 @@ describe('each error is a ToolbridgeError with its kind', () => {
   it("ToolCallError: the wire type's kind, or a function failure for a type that names none", () => {
     const invalid = new ToolCallError('invalid-arguments', '"topic" is required')
     expect(invalid).toBeInstanceOf(ToolbridgeError)
-    expect(invalid).toMatchObject({ name: 'ToolCallError', type: 'invalid-arguments', kind: 'invalid-arguments', retriable: false, message: '"topic" is required' })
+    expect(invalid).toMatchObject({
+      name: 'ToolCallError',
+      type: 'invalid-arguments',
+      kind: 'invalid-arguments',
+      retriable: false,
+      message: '"topic" is required',
+    })
     expect(new ToolCallError('timeout', 'late')).toMatchObject({ type: 'timeout', kind: 'timeout' })
-    expect(new ToolCallError('tool-service-error', 'it broke')).toMatchObject({ type: 'tool-service-error', kind: 'function-error' })
-    expect(new ToolCallError('bad-response', 'not JSON')).toMatchObject({ type: 'bad-response', kind: 'function-error' })
+    expect(new ToolCallError('tool-service-error', 'it broke')).toMatchObject({
+      type: 'tool-service-error',
+      kind: 'function-error',
+    })
+    expect(new ToolCallError('bad-response', 'not JSON')).toMatchObject({
+      type: 'bad-response',
+      kind: 'function-error',
+    })
     expect(isRetriable(invalid)).toBe(false)
   })
 
   it('ToolCallTimeoutError: a timeout, not retried (the tool may still run)', () => {
     const error = new ToolCallTimeoutError('no answer')
     expect(error).toBeInstanceOf(ToolbridgeError)
-    expect(error).toMatchObject({ name: 'ToolCallTimeoutError', kind: 'timeout', retriable: false, message: 'no answer' })
+    expect(error).toMatchObject({
+      name: 'ToolCallTimeoutError',
+      kind: 'timeout',
+      retriable: false,
+      message: 'no answer',
+    })
     expect(isRetriable(error)).toBe(false)
   })
 
-  it("HttpError: a refused request with its status; 413 is too large", () => {
+  it('HttpError: a refused request with its status; 413 is too large', () => {
     const notFound = new HttpError(404, 'unknown tool "x"')
     expect(notFound).toBeInstanceOf(ToolbridgeError)
-    expect(notFound).toMatchObject({ name: 'HttpError', status: 404, kind: 'bad-request', retriable: false, message: 'unknown tool "x"' })
+    expect(notFound).toMatchObject({
+      name: 'HttpError',
+      status: 404,
+      kind: 'bad-request',
+      retriable: false,
+      message: 'unknown tool "x"',
+    })
     expect(new HttpError(413, 'request body over 10 bytes')).toMatchObject({ status: 413, kind: 'too-large' })
   })
 
@@ -92,7 +126,13 @@ describe('each error is a ToolbridgeError with its kind', () => {
     const cause = new Error('ECONNREFUSED')
     const error = new RetryableAttempt('POST http://x: refused', { cause, retryAfterMs: 1500 })
     expect(error).toBeInstanceOf(ToolbridgeError)
-    expect(error).toMatchObject({ name: 'RetryableAttempt', kind: 'unavailable', retriable: true, retryAfterMs: 1500, cause })
+    expect(error).toMatchObject({
+      name: 'RetryableAttempt',
+      kind: 'unavailable',
+      retriable: true,
+      retryAfterMs: 1500,
+      cause,
+    })
     const plain = new RetryableAttempt('throttled')
     expect(plain.retryAfterMs).toBe(0)
     expect(plain.cause).toBeUndefined()
@@ -160,14 +200,21 @@ describe('a RequestClient rejects with the tree', () => {
     await service.subscribe(queues.requestQueue, (delivery) => {
       delivery.ack()
       const id = delivery.properties[ID_PROPERTY] ?? ''
-      void service.publish(queues.responseQueue, encodeResponse(errorResponse('missing-config', 'no style')), { [ID_PROPERTY]: id })
+      void service.publish(queues.responseQueue, encodeResponse(errorResponse('missing-config', 'no style')), {
+        [ID_PROPERTY]: id,
+      })
     })
     const client = new RequestClient(await connected(), queues)
     await client.start()
     try {
       const failure = await client.call({ arguments: {} }).catch((err: unknown) => err)
       expect(failure).toBeInstanceOf(ToolCallError)
-      expect(failure).toMatchObject({ type: 'missing-config', kind: 'missing-config', retriable: false, message: 'no style' })
+      expect(failure).toMatchObject({
+        type: 'missing-config',
+        kind: 'missing-config',
+        retriable: false,
+        message: 'no style',
+      })
     } finally {
       await client.close()
     }

@@ -12,13 +12,22 @@ import { ConfigError } from '../shared/errors.ts'
 import { readToolServices, type ShapeSpec } from '../bridge/project/tool-services.ts'
 import type { ToolRequest } from '../shared/protocol.ts'
 
-const request = (args: Record<string, unknown>, config: Record<string, unknown> = {}, user = 'alice'): ToolRequest => ({ user, config, arguments: args })
+const request = (args: Record<string, unknown>, config: Record<string, unknown> = {}, user = 'alice'): ToolRequest => ({
+  user,
+  config,
+  arguments: args,
+})
 
 /** One service with this `toolService:` on top of the minimum, read as the bridge reads serverless.yml. */
 function serviceWith(extra: Record<string, unknown>) {
   return readToolServices({
     service: 'shapes',
-    functions: { fn: { handler: 'fn.handler', toolService: { id: 'fn-service', topic: 'fn', tools: [{ name: 'fn-tool', description: 'A tool' }], ...extra } } },
+    functions: {
+      fn: {
+        handler: 'fn.handler',
+        toolService: { id: 'fn-service', topic: 'fn', tools: [{ name: 'fn-tool', description: 'A tool' }], ...extra },
+      },
+    },
   })[0]!
 }
 const shapeOf = (extra: Record<string, unknown>): ShapeSpec => serviceWith(extra).shape
@@ -50,7 +59,10 @@ describe('arguments', () => {
   it('passes the arguments alone; answer: json pretty-prints JSON and leaves other text alone', () => {
     const shape = shapeOf({ event: 'arguments', answer: 'json' })
     expect(eventOf(shape, request({ a: 1, b: 'two' }))).toStrictEqual({ a: 1, b: 'two' })
-    expect(answerOf(shape, '{"a":1,"b":[2]}')).toStrictEqual({ ok: true, text: '{\n  "a": 1,\n  "b": [\n    2\n  ]\n}' })
+    expect(answerOf(shape, '{"a":1,"b":[2]}')).toStrictEqual({
+      ok: true,
+      text: '{\n  "a": 1,\n  "b": [\n    2\n  ]\n}',
+    })
     expect(answerOf(shape, 'plain words')).toStrictEqual({ ok: true, text: 'plain words' })
   })
 })
@@ -80,9 +92,12 @@ describe('template', () => {
 
   it('puts a value that is not a string into a longer string as its JSON text, and a missing one as nothing', () => {
     const req = request({ city: 'Oslo', days: 3, tags: ['a'], nothing: null })
-    expect(renderTemplate('{{arguments}} / {{arguments.days}} / {{arguments.tags}} / {{arguments.nothing}} / [{{arguments.nope}}]', req)).toBe(
-      '{"city":"Oslo","days":3,"tags":["a"],"nothing":null} / 3 / ["a"] / null / []',
-    )
+    expect(
+      renderTemplate(
+        '{{arguments}} / {{arguments.days}} / {{arguments.tags}} / {{arguments.nothing}} / [{{arguments.nope}}]',
+        req,
+      ),
+    ).toBe('{"city":"Oslo","days":3,"tags":["a"],"nothing":null} / 3 / ["a"] / null / []')
   })
 
   it('reads own properties only', () => {
@@ -96,19 +111,30 @@ describe('template', () => {
     )
     expect(() => shapeOf({ event: 'template', template: '{{user.name}}' })).toThrow(ConfigError)
     // A known root inside a longer name, or an empty step in the path, is not a known path.
-    expect(() => shapeOf({ event: 'template', template: '{{myarguments.city}}' })).toThrow('unknown placeholder {{myarguments.city}}')
-    expect(() => shapeOf({ event: 'template', template: '{{arguments..city}}' })).toThrow('unknown placeholder {{arguments..city}}')
+    expect(() => shapeOf({ event: 'template', template: '{{myarguments.city}}' })).toThrow(
+      'unknown placeholder {{myarguments.city}}',
+    )
+    expect(() => shapeOf({ event: 'template', template: '{{arguments..city}}' })).toThrow(
+      'unknown placeholder {{arguments..city}}',
+    )
   })
 
   it('needs a template with event: template, and none without', () => {
-    expect(() => shapeOf({ event: 'template' })).toThrow('functions.fn.toolService.event: "event: template" and "template:" go together')
-    expect(() => shapeOf({ template: { a: 1 } })).toThrow('functions.fn.toolService.template: "event: template" and "template:" go together')
+    expect(() => shapeOf({ event: 'template' })).toThrow(
+      'functions.fn.toolService.event: "event: template" and "template:" go together',
+    )
+    expect(() => shapeOf({ template: { a: 1 } })).toThrow(
+      'functions.fn.toolService.template: "event: template" and "template:" go together',
+    )
   })
 })
 
 describe('apigw-v2 (HTTP API)', () => {
   const get = shapeOf({ event: 'apigw-v2', route: { method: 'GET', path: '/items/{id}', query: ['lang'] } })
-  const post = shapeOf({ event: 'apigw-v2', route: { method: 'POST', path: '/orders/{id}/lines', query: ['dry'], headers: { 'X-Api-Version': '2' } } })
+  const post = shapeOf({
+    event: 'apigw-v2',
+    route: { method: 'POST', path: '/orders/{id}/lines', query: ['dry'], headers: { 'X-Api-Version': '2' } },
+  })
 
   it('builds GET: path parameters encoded, every other argument in the query string, no body', () => {
     const event = eventOf(get, request({ id: 'a b/c', lang: 'en', n: 5 }))
@@ -130,7 +156,11 @@ describe('apigw-v2 (HTTP API)', () => {
 
   it('builds POST: the query arguments in the query string, the rest a JSON body; headers from route', () => {
     const event = eventOf(post, request({ id: 7, dry: true, sku: 'KB', quantity: 2 }, {}, ''))
-    expect(event).toMatchObject({ rawPath: '/orders/7/lines', rawQueryString: 'dry=true', body: '{"sku":"KB","quantity":2}' })
+    expect(event).toMatchObject({
+      rawPath: '/orders/7/lines',
+      rawQueryString: 'dry=true',
+      body: '{"sku":"KB","quantity":2}',
+    })
     expect(event.headers).toMatchObject({ 'content-type': 'application/json', 'x-api-version': '2' })
     expect(event.headers).not.toHaveProperty('x-toolbridge-user') // no user, no header
   })
@@ -148,8 +178,16 @@ describe('apigw-v2 (HTTP API)', () => {
   })
 
   it('maps a 2xx proxy response to its body, a base64 one decoded', () => {
-    expect(answerOf(get, JSON.stringify({ statusCode: 200, body: 'hi', headers: {} }))).toStrictEqual({ ok: true, text: 'hi' })
-    expect(answerOf(get, JSON.stringify({ statusCode: 201, body: Buffer.from('héllo').toString('base64'), isBase64Encoded: true }))).toStrictEqual({
+    expect(answerOf(get, JSON.stringify({ statusCode: 200, body: 'hi', headers: {} }))).toStrictEqual({
+      ok: true,
+      text: 'hi',
+    })
+    expect(
+      answerOf(
+        get,
+        JSON.stringify({ statusCode: 201, body: Buffer.from('héllo').toString('base64'), isBase64Encoded: true }),
+      ),
+    ).toStrictEqual({
       ok: true,
       text: 'héllo',
     })
@@ -158,7 +196,10 @@ describe('apigw-v2 (HTTP API)', () => {
 
   it('pretty-prints a JSON body with answer: json', () => {
     const json = shapeOf({ event: 'apigw-v2', answer: 'json' })
-    expect(answerOf(json, JSON.stringify({ statusCode: 200, body: '{"a":[1]}' }))).toStrictEqual({ ok: true, text: '{\n  "a": [\n    1\n  ]\n}' })
+    expect(answerOf(json, JSON.stringify({ statusCode: 200, body: '{"a":[1]}' }))).toStrictEqual({
+      ok: true,
+      text: '{\n  "a": [\n    1\n  ]\n}',
+    })
   })
 
   it('maps 4xx and 5xx to an error with the status and a bounded excerpt of the body', () => {
@@ -185,13 +226,28 @@ describe('apigw-v2 (HTTP API)', () => {
     const app = express()
     app.use(express.json())
     app.all('/{*rest}', (req, res) => {
-      res.json({ method: req.method, path: req.path, query: req.query, body: req.body, user: req.get('x-toolbridge-user') })
+      res.json({
+        method: req.method,
+        path: req.path,
+        query: req.query,
+        body: req.body,
+        user: req.get('x-toolbridge-user'),
+      })
     })
     const handler = serverless(app)
     const getAnswer = answerOf(get, JSON.stringify(await handler(eventOf(get, request({ id: 'x1', lang: 'de' })), {})))
-    expect(getAnswer.ok && JSON.parse(getAnswer.text)).toMatchObject({ method: 'GET', path: '/items/x1', query: { lang: 'de' }, user: 'alice' })
+    expect(getAnswer.ok && JSON.parse(getAnswer.text)).toMatchObject({
+      method: 'GET',
+      path: '/items/x1',
+      query: { lang: 'de' },
+      user: 'alice',
+    })
     const postAnswer = answerOf(post, JSON.stringify(await handler(eventOf(post, request({ id: 3, sku: 'KB' })), {})))
-    expect(postAnswer.ok && JSON.parse(postAnswer.text)).toMatchObject({ method: 'POST', path: '/orders/3/lines', body: { sku: 'KB' } })
+    expect(postAnswer.ok && JSON.parse(postAnswer.text)).toMatchObject({
+      method: 'POST',
+      path: '/orders/3/lines',
+      body: { sku: 'KB' },
+    })
   })
 })
 
@@ -216,13 +272,20 @@ describe('apigw-v1 (REST API)', () => {
 
   it('is accepted by serverless-http', async () => {
     const app = express()
-    app.delete('/items/:id', (req, res) => void res.status(202).send(`deleted ${req.params.id} force=${String(req.query.force)}`))
+    app.delete(
+      '/items/:id',
+      (req, res) => void res.status(202).send(`deleted ${req.params.id} force=${String(req.query.force)}`),
+    )
     const result = await serverless(app)(eventOf(shape, request({ id: 'k', force: true })), {})
     expect(answerOf(shape, JSON.stringify(result))).toStrictEqual({ ok: true, text: 'deleted k force=true' })
   })
 
   it('refuses a result that is not a proxy response, as REST APIs do', () => {
-    expect(answerOf(shape, '{"answer":42}')).toMatchObject({ ok: false, kind: 'function-error', message: expect.stringMatching(/did not return a proxy response/) })
+    expect(answerOf(shape, '{"answer":42}')).toMatchObject({
+      ok: false,
+      kind: 'function-error',
+      message: expect.stringMatching(/did not return a proxy response/),
+    })
   })
 })
 
@@ -267,8 +330,16 @@ describe('API Gateway events: what is absent', () => {
       resource: '/orders',
       path: '/orders',
       httpMethod: 'POST',
-      headers: { host: 'toolbridge.execute-api.localhost', 'user-agent': 'toolbridge', 'content-type': 'application/json' },
-      multiValueHeaders: { host: ['toolbridge.execute-api.localhost'], 'user-agent': ['toolbridge'], 'content-type': ['application/json'] },
+      headers: {
+        host: 'toolbridge.execute-api.localhost',
+        'user-agent': 'toolbridge',
+        'content-type': 'application/json',
+      },
+      multiValueHeaders: {
+        host: ['toolbridge.execute-api.localhost'],
+        'user-agent': ['toolbridge'],
+        'content-type': ['application/json'],
+      },
       queryStringParameters: null,
       multiValueQueryStringParameters: null,
       pathParameters: null,
@@ -302,7 +373,11 @@ describe('API Gateway events: what is absent', () => {
       routeKey: '$default',
       rawPath: '/orders',
       rawQueryString: '',
-      headers: { host: 'toolbridge.execute-api.localhost', 'user-agent': 'toolbridge', 'content-type': 'application/json' },
+      headers: {
+        host: 'toolbridge.execute-api.localhost',
+        'user-agent': 'toolbridge',
+        'content-type': 'application/json',
+      },
       requestContext: {
         accountId: 'anonymous',
         apiId: 'toolbridge',
@@ -321,7 +396,10 @@ describe('API Gateway events: what is absent', () => {
   })
 
   it('REST API (v1) GET: every argument in both query maps, no body', () => {
-    const get = shapeOf({ event: 'apigw-v1', route: { method: 'GET', path: '/search', headers: { 'Content-Type': 'text/plain' } } })
+    const get = shapeOf({
+      event: 'apigw-v1',
+      route: { method: 'GET', path: '/search', headers: { 'Content-Type': 'text/plain' } },
+    })
     const event = eventOf(get, request({ q: 'cats', tags: ['a', 'b'], n: 2 }))
     expect(event.queryStringParameters).toStrictEqual({ q: 'cats', tags: '["a","b"]', n: '2' })
     expect(event.multiValueQueryStringParameters).toStrictEqual({ q: ['cats'], tags: ['["a","b"]'], n: ['2'] })
@@ -333,7 +411,10 @@ describe('API Gateway events: what is absent', () => {
   })
 
   it('a route header of its own keeps its value over the JSON content type of a body', () => {
-    const post = shapeOf({ event: 'apigw-v2', route: { method: 'PUT', path: '/x', headers: { 'content-type': 'application/vnd.api+json' } } })
+    const post = shapeOf({
+      event: 'apigw-v2',
+      route: { method: 'PUT', path: '/x', headers: { 'content-type': 'application/vnd.api+json' } },
+    })
     expect(eventOf(post, request({ a: 1 })).headers['content-type']).toBe('application/vnd.api+json')
   })
 })
@@ -344,9 +425,15 @@ describe('API Gateway proxy results', () => {
 
   it('a body that is not a string is its JSON text; a null or absent one is empty', () => {
     for (const shape of [v1, v2]) {
-      expect(answerOf(shape, JSON.stringify({ statusCode: 200, body: { a: [1] } }))).toStrictEqual({ ok: true, text: '{"a":[1]}' })
+      expect(answerOf(shape, JSON.stringify({ statusCode: 200, body: { a: [1] } }))).toStrictEqual({
+        ok: true,
+        text: '{"a":[1]}',
+      })
       expect(answerOf(shape, JSON.stringify({ statusCode: 200, body: 42 }))).toStrictEqual({ ok: true, text: '42' })
-      expect(answerOf(shape, JSON.stringify({ statusCode: 200, body: false }))).toStrictEqual({ ok: true, text: 'false' })
+      expect(answerOf(shape, JSON.stringify({ statusCode: 200, body: false }))).toStrictEqual({
+        ok: true,
+        text: 'false',
+      })
       expect(answerOf(shape, JSON.stringify({ statusCode: 200, body: null }))).toStrictEqual({ ok: true, text: '' })
       expect(answerOf(shape, JSON.stringify({ statusCode: 200 }))).toStrictEqual({ ok: true, text: '' })
     }
@@ -358,16 +445,32 @@ describe('API Gateway proxy results', () => {
       kind: 'function-error',
       message: 'HTTP 400 Bad Request: {"error":"bad sku"}',
     })
-    expect(answerOf(v1, JSON.stringify({ statusCode: 500 }))).toStrictEqual({ ok: false, kind: 'function-error', message: 'HTTP 500 Internal Server Error' })
-    expect(answerOf(v2, JSON.stringify({ statusCode: 199, body: 'early' }))).toMatchObject({ ok: false, message: 'HTTP 199 Unknown Status: early' })
-    expect(answerOf(v2, JSON.stringify({ statusCode: 300, body: 'moved' }))).toMatchObject({ ok: false, message: 'HTTP 300 Multiple Choices: moved' })
+    expect(answerOf(v1, JSON.stringify({ statusCode: 500 }))).toStrictEqual({
+      ok: false,
+      kind: 'function-error',
+      message: 'HTTP 500 Internal Server Error',
+    })
+    expect(answerOf(v2, JSON.stringify({ statusCode: 199, body: 'early' }))).toMatchObject({
+      ok: false,
+      message: 'HTTP 199 Unknown Status: early',
+    })
+    expect(answerOf(v2, JSON.stringify({ statusCode: 300, body: 'moved' }))).toMatchObject({
+      ok: false,
+      message: 'HTTP 300 Multiple Choices: moved',
+    })
     expect(answerOf(v2, JSON.stringify({ statusCode: 299, body: 'ok' }))).toStrictEqual({ ok: true, text: 'ok' })
   })
 
   it('decodes base64 only when isBase64Encoded is exactly true', () => {
     const encoded = Buffer.from('hello').toString('base64')
-    expect(answerOf(v1, JSON.stringify({ statusCode: 200, body: encoded, isBase64Encoded: true }))).toStrictEqual({ ok: true, text: 'hello' })
-    expect(answerOf(v1, JSON.stringify({ statusCode: 200, body: encoded, isBase64Encoded: 'true' }))).toStrictEqual({ ok: true, text: encoded })
+    expect(answerOf(v1, JSON.stringify({ statusCode: 200, body: encoded, isBase64Encoded: true }))).toStrictEqual({
+      ok: true,
+      text: 'hello',
+    })
+    expect(answerOf(v1, JSON.stringify({ statusCode: 200, body: encoded, isBase64Encoded: 'true' }))).toStrictEqual({
+      ok: true,
+      text: encoded,
+    })
   })
 
   it('a statusCode that is not a number is no proxy response: the REST API refuses it, the HTTP API takes the whole result as the body', () => {
@@ -375,7 +478,8 @@ describe('API Gateway proxy results', () => {
     expect(answerOf(v1, result)).toStrictEqual({
       ok: false,
       kind: 'function-error',
-      message: 'the function did not return a proxy response ({statusCode, body}), as an API Gateway REST API (apigw-v1) needs',
+      message:
+        'the function did not return a proxy response ({statusCode, body}), as an API Gateway REST API (apigw-v1) needs',
     })
     expect(answerOf(v2, result)).toStrictEqual({ ok: true, text: result })
     for (const notAnObject of ['[1,2]', '7', '"text"', 'null', 'not json']) {
@@ -386,7 +490,10 @@ describe('API Gateway proxy results', () => {
 
   it('answer: json pretty-prints the body of a REST API response and a bare HTTP API result alike', () => {
     const json = shapeOf({ event: 'apigw-v1', answer: 'json' })
-    expect(answerOf(json, JSON.stringify({ statusCode: 200, body: { a: 1 } }))).toStrictEqual({ ok: true, text: '{\n  "a": 1\n}' })
+    expect(answerOf(json, JSON.stringify({ statusCode: 200, body: { a: 1 } }))).toStrictEqual({
+      ok: true,
+      text: '{\n  "a": 1\n}',
+    })
     const json2 = shapeOf({ event: 'apigw-v2', answer: 'json' })
     expect(answerOf(json2, '{"b":2}')).toStrictEqual({ ok: true, text: '{\n  "b": 2\n}' })
     expect(answerOf(json2, 'plain')).toStrictEqual({ ok: true, text: 'plain' })
@@ -400,12 +507,18 @@ describe('API Gateway proxy results', () => {
 
 describe('serverless.yml checks for shapes', () => {
   it('refuses route: without an API Gateway event, and stream with one', () => {
-    expect(() => shapeOf({ route: { path: '/x' } })).toThrow('functions.fn.toolService.route: is for "event: apigw-v1" or "event: apigw-v2"')
-    expect(() => shapeOf({ event: 'apigw-v2', response: 'stream' })).toThrow(/response: "stream" does not fit "event: apigw-v2"/)
+    expect(() => shapeOf({ route: { path: '/x' } })).toThrow(
+      'functions.fn.toolService.route: is for "event: apigw-v1" or "event: apigw-v2"',
+    )
+    expect(() => shapeOf({ event: 'apigw-v2', response: 'stream' })).toThrow(
+      /response: "stream" does not fit "event: apigw-v2"/,
+    )
   })
 
   it('refuses an unknown shape or answer format', () => {
-    expect(() => shapeOf({ event: 'sqs' })).toThrow('functions.fn.toolService.event: must be one of "envelope", "arguments", "apigw-v1", "apigw-v2", "template"')
+    expect(() => shapeOf({ event: 'sqs' })).toThrow(
+      'functions.fn.toolService.event: must be one of "envelope", "arguments", "apigw-v1", "apigw-v2", "template"',
+    )
     expect(() => shapeOf({ answer: 'yaml' })).toThrow(/answer: must be one of "text", "json"/)
   })
 

@@ -29,7 +29,15 @@ const COUNT = Number(process.env.FUZZ_COUNT ?? 10_000)
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000)
 const EXAMPLES = loadProject(fileURLToPath(new URL('../serverless.yml', import.meta.url)))
 /** Wire error types the bridge may send (docs/wire-contract.md#error-types). */
-const WIRE_ERROR_TYPES = ['bad-request', 'missing-config', 'invalid-arguments', 'too-large', 'tool-service-error', 'timeout', 'unavailable']
+const WIRE_ERROR_TYPES = [
+  'bad-request',
+  'missing-config',
+  'invalid-arguments',
+  'too-large',
+  'tool-service-error',
+  'timeout',
+  'unavailable',
+]
 /** A fail-safe for the whole run, not a limit on its speed. */
 const RUN_LIMIT_MS = 240_000
 
@@ -41,8 +49,10 @@ async function oracle() {
     return joined
   }
   return {
-    joke: async (user: string, topic: string) => text(await joke({ user, config: { style: 'pun' }, arguments: { topic } }, {})),
-    story: async (hero: string, sentences: number) => text(await story({ user: 'x', config: {}, arguments: { hero, sentences } }, {})),
+    joke: async (user: string, topic: string) =>
+      text(await joke({ user, config: { style: 'pun' }, arguments: { topic } }, {})),
+    story: async (hero: string, sentences: number) =>
+      text(await story({ user: 'x', config: {}, arguments: { hero, sentences } }, {})),
   }
 }
 
@@ -71,7 +81,10 @@ describe.skipIf(!rabbitmqInstalled())('fuzz: hostile messages at the bridge on R
       requestQueue: `request:tg:${run}-${s.topic}`,
       responseQueue: `response:tg:${run}-${s.topic}`,
     }))
-    runtime = await startRuntime({ ...EXAMPLES, services }, resolveSettings({ broker: broker.url, port: 'off', drainTimeout: '1' }, {}))
+    runtime = await startRuntime(
+      { ...EXAMPLES, services },
+      resolveSettings({ broker: broker.url, port: 'off', drainTimeout: '1' }, {}),
+    )
     client = new RabbitTransport(broker.url)
     await client.connect()
     for (const spec of services) {
@@ -80,7 +93,9 @@ describe.skipIf(!rabbitmqInstalled())('fuzz: hostile messages at the bridge on R
           delivery.ack()
           const id = delivery.properties[ID_PROPERTY] ?? '(none)'
           const decoded = decodeResponse(delivery.body)
-          const response: ToolResponse = decoded.ok ? decoded.value : { error: { type: 'undecodable', message: decoded.message }, response: '', end_of_stream: true }
+          const response: ToolResponse = decoded.ok
+            ? decoded.value
+            : { error: { type: 'undecodable', message: decoded.message }, response: '', end_of_stream: true }
           if (!response.end_of_stream) {
             chunks.set(id, [...(chunks.get(id) ?? []), response.response])
             return
@@ -97,7 +112,11 @@ describe.skipIf(!rabbitmqInstalled())('fuzz: hostile messages at the bridge on R
     // Publish in windows: the broker confirms each message before the window moves on.
     for (let i = 0; i < messages.length; i += 200) {
       await Promise.all(
-        messages.slice(i, i + 200).map((m) => client.publish(queueOf.get(m.serviceId)!, m.body, m.id === undefined ? {} : { [ID_PROPERTY]: m.id })),
+        messages
+          .slice(i, i + 200)
+          .map((m) =>
+            client.publish(queueOf.get(m.serviceId)!, m.body, m.id === undefined ? {} : { [ID_PROPERTY]: m.id }),
+          ),
       )
     }
     let timer: NodeJS.Timeout | undefined
@@ -133,19 +152,27 @@ describe.skipIf(!rabbitmqInstalled())('fuzz: hostile messages at the bridge on R
           // A stream's text is its chunks and the final message; two copies' chunks interleave, so those are counted only.
           const text = (chunks.get(m.id!) ?? []).join('') + final.response
           if (final.error) failures.push(`${label}: error ${JSON.stringify(final.error)}`)
-          else if (got.length === 1 && text !== m.expect.text) failures.push(`${label}: answered ${JSON.stringify(text.slice(0, 120))}`)
-          else if (got.length > 1 && text.length !== m.expect.text.length * got.length && final.response !== m.expect.text) {
+          else if (got.length === 1 && text !== m.expect.text)
+            failures.push(`${label}: answered ${JSON.stringify(text.slice(0, 120))}`)
+          else if (
+            got.length > 1 &&
+            text.length !== m.expect.text.length * got.length &&
+            final.response !== m.expect.text
+          ) {
             failures.push(`${label}: duplicate answered ${JSON.stringify(final.response.slice(0, 120))}`)
           }
         } else if (m.expect.type === 'error') {
-          if (!final.error) failures.push(`${label}: answered ${JSON.stringify(final.response.slice(0, 120))}, expected an error`)
-          else if (!m.expect.errorTypes.includes(final.error.type)) failures.push(`${label}: error type ${final.error.type}: ${final.error.message.slice(0, 200)}`)
+          if (!final.error)
+            failures.push(`${label}: answered ${JSON.stringify(final.response.slice(0, 120))}, expected an error`)
+          else if (!m.expect.errorTypes.includes(final.error.type))
+            failures.push(`${label}: error type ${final.error.type}: ${final.error.message.slice(0, 200)}`)
         }
         if (final.error) {
           const { type, message } = final.error
           if (!WIRE_ERROR_TYPES.includes(type)) failures.push(`${label}: unknown error type ${type}`)
           if (message.trim() === '') failures.push(`${label}: empty error message`)
-          if (/\n\s+at |\/work\/|\/home\/|node_modules|file:\/\//.test(message)) failures.push(`${label}: stack or path in ${JSON.stringify(message.slice(0, 300))}`)
+          if (/\n\s+at |\/work\/|\/home\/|node_modules|file:\/\//.test(message))
+            failures.push(`${label}: stack or path in ${JSON.stringify(message.slice(0, 300))}`)
         }
       }
     }
@@ -163,7 +190,9 @@ describe.skipIf(!rabbitmqInstalled())('fuzz: hostile messages at the bridge on R
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
     const after = new RequestClient(client, services.find((s) => s.id === 'calculator-service')!)
     await after.start()
-    expect(await after.call({ user: 'after', config: {}, arguments: { expression: '6*7' } }, { timeoutMs: 20_000 })).toBe('42')
+    expect(
+      await after.call({ user: 'after', config: {}, arguments: { expression: '6*7' } }, { timeoutMs: 20_000 }),
+    ).toBe('42')
     await after.close()
   })
 })

@@ -51,7 +51,9 @@ describe('defineToolService', () => {
   })
 
   it('applies defaults over undefined values (an in-process caller may pass them)', async () => {
-    expect(await echo({ config: { style: undefined }, arguments: { topic: 'cats', count: undefined } }, undefined)).toStrictEqual({
+    expect(
+      await echo({ config: { style: undefined }, arguments: { topic: 'cats', count: undefined } }, undefined),
+    ).toStrictEqual({
       user: '',
       config: { style: 'pun' },
       arguments: { topic: 'cats', count: 3 },
@@ -65,13 +67,13 @@ describe('defineToolService', () => {
   })
 
   it('applies defaults over null values', async () => {
-    expect(
-      await echo({ config: { style: null }, arguments: { topic: 'cats', count: null } }, undefined),
-    ).toStrictEqual({
-      user: '',
-      config: { style: 'pun' },
-      arguments: { topic: 'cats', count: 3 },
-    })
+    expect(await echo({ config: { style: null }, arguments: { topic: 'cats', count: null } }, undefined)).toStrictEqual(
+      {
+        user: '',
+        config: { style: 'pun' },
+        arguments: { topic: 'cats', count: 3 },
+      },
+    )
   })
 
   it('keeps given values over defaults', async () => {
@@ -120,7 +122,11 @@ describe('defineToolService', () => {
   })
 
   it('hands over the very objects the caller passed when there is nothing to add or convert', async () => {
-    const plain = defineToolService({ config: { style: { type: 'string' } }, arguments: { n: { type: 'integer' } }, handler: (event) => event })
+    const plain = defineToolService({
+      config: { style: { type: 'string' } },
+      arguments: { n: { type: 'integer' } },
+      handler: (event) => event,
+    })
     const config = { style: 'pun' }
     const args = { n: 1 }
     const seen = (await plain({ config, arguments: args }, undefined)) as { config: object; arguments: object }
@@ -178,7 +184,9 @@ describe('defineToolService', () => {
 
   it('refuses an object for an array and an array for an object', async () => {
     const err = await rejection(echo({ arguments: { topic: 't', tags: {}, extra: [] } }, undefined))
-    expect(err.message).toBe('invalid arguments: "tags" must be an array, got object; "extra" must be an object, got array')
+    expect(err.message).toBe(
+      'invalid arguments: "tags" must be an array, got object; "extra" must be an object, got array',
+    )
   })
 
   it('refuses a missing required argument with InvalidArgumentsError', async () => {
@@ -219,10 +227,16 @@ describe('defineToolService', () => {
   })
 
   it('accepts empty-string config and arguments', async () => {
-    const handler = defineToolService({ async handler(event) {
-      return event
-    } })
-    expect(await handler({ config: '', arguments: '' }, undefined)).toStrictEqual({ user: '', config: {}, arguments: {} })
+    const handler = defineToolService({
+      async handler(event) {
+        return event
+      },
+    })
+    expect(await handler({ config: '', arguments: '' }, undefined)).toStrictEqual({
+      user: '',
+      config: {},
+      arguments: {},
+    })
   })
 
   for (const [label, event, message] of [
@@ -474,12 +488,18 @@ describe('lambdaStreaming() on the Lambda runtime', () => {
   })
 
   it('answers the joined chunks when a runtime ignores the streaming mark and calls (event, context), as serverless-offline does', async () => {
-    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as (event: unknown, context: unknown) => Promise<unknown>
+    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as (
+      event: unknown,
+      context: unknown,
+    ) => Promise<unknown>
     expect(await streaming({ arguments: {} }, { functionName: 'story', awsRequestId: '1' })).toBe('Once upon a time.')
   })
 
   it('answers the joined chunks when called with the event alone, or a null second argument', async () => {
-    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as (event: unknown, context?: unknown) => Promise<unknown>
+    const streaming = onLambda(() => lambdaStreaming(story)) as unknown as (
+      event: unknown,
+      context?: unknown,
+    ) => Promise<unknown>
     expect(await streaming({ arguments: {} })).toBe('Once upon a time.')
     expect(await streaming({ arguments: {} }, null)).toBe('Once upon a time.')
   })
@@ -498,7 +518,9 @@ describe('lambdaStreaming() on the Lambda runtime', () => {
     const { stream, written } = responseStream()
     await streaming({}, stream, {})
     expect(written).toStrictEqual(['a', 'b'])
-    const empty = onLambda(() => lambdaStreaming(defineToolService({ handler: async () => '' }))) as unknown as Streamified
+    const empty = onLambda(() =>
+      lambdaStreaming(defineToolService({ handler: async () => '' })),
+    ) as unknown as Streamified
     const nothing = responseStream()
     await empty({}, nothing.stream, {})
     expect(nothing.written).toStrictEqual([])
@@ -508,6 +530,8 @@ describe('lambdaStreaming() on the Lambda runtime', () => {
   it('fails the invocation when the arguments are invalid', async () => {
     const streaming = onLambda(() => lambdaStreaming(story)) as unknown as Streamified
     const { stream } = responseStream()
-    await expect(streaming({ arguments: { fail: 'yes' } }, stream, {})).rejects.toMatchObject({ name: 'InvalidArgumentsError' })
+    await expect(streaming({ arguments: { fail: 'yes' } }, stream, {})).rejects.toMatchObject({
+      name: 'InvalidArgumentsError',
+    })
   })
 })

@@ -25,7 +25,11 @@ import { ToolbridgeError } from '../shared/errors.ts'
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const HARDENING_YML = 'test/fixtures/hardening-http/serverless.yml'
 const PROJECT = loadProject(fileURLToPath(new URL('fixtures/hardening-http/serverless.yml', import.meta.url)))
-const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_'))) as Record<string, string>
+const cleanEnv = () =>
+  Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_'))) as Record<
+    string,
+    string
+  >
 
 async function start(flags: SettingFlags = {}, logger?: Logger): Promise<Runtime> {
   return startRuntime(PROJECT, resolveSettings({ port: '0', invoker: 'in-process', ...flags }, {}), { logger })
@@ -38,15 +42,24 @@ interface Answer {
 }
 
 /** One request over node:http, which (unlike fetch) lets a test set Host and send any bytes. */
-function raw(url: string, path: string, options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<Answer> {
+function raw(
+  url: string,
+  path: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const target = new URL(url)
-    const req = request({ host: target.hostname, port: target.port, path, method: options.method ?? 'POST', headers: options.headers }, (res) => {
-      const parts: Buffer[] = []
-      res.on('data', (part: Buffer) => parts.push(part))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(parts).toString('utf8') }))
-      res.on('error', reject)
-    })
+    const req = request(
+      { host: target.hostname, port: target.port, path, method: options.method ?? 'POST', headers: options.headers },
+      (res) => {
+        const parts: Buffer[] = []
+        res.on('data', (part: Buffer) => parts.push(part))
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(parts).toString('utf8') }),
+        )
+        res.on('error', reject)
+      },
+    )
     req.on('error', reject)
     req.end(options.body)
   })
@@ -55,7 +68,8 @@ function raw(url: string, path: string, options: { method?: string; headers?: Re
 const JSON_HEADERS = { 'content-type': 'application/json' }
 const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
 const callBody = (args: Record<string, unknown>) => JSON.stringify({ arguments: args })
-const toolsCall = (name: string, args: unknown, id = 1) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } })
+const toolsCall = (name: string, args: unknown, id = 1) =>
+  JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } })
 
 /** The JSON-RPC message of an /mcp answer, sent as JSON or as one SSE event. */
 function rpcMessage(text: string): { error?: { code: number; message: string }; result?: unknown } {
@@ -69,7 +83,8 @@ async function mcpClient(url: string, headers: Record<string, string> = {}): Pro
   return client
 }
 
-const textOf = (result: unknown) => (result as CallToolResult).content.map((c) => (c.type === 'text' ? c.text : '')).join('')
+const textOf = (result: unknown) =>
+  (result as CallToolResult).content.map((c) => (c.type === 'text' ? c.text : '')).join('')
 
 async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((resolve) => setTimeout(resolve, 10))
@@ -77,7 +92,11 @@ async function until(condition: () => boolean): Promise<void> {
 
 /** Calls the slow tool for 1 ms: its answer says how many calls the function has started in this process. */
 async function slowCalls(url: string, headers: Record<string, string> = {}): Promise<number> {
-  const response = await fetch(`${url}/tools/slow`, { method: 'POST', headers: { ...JSON_HEADERS, ...headers }, body: callBody({ ms: 1 }) })
+  const response = await fetch(`${url}/tools/slow`, {
+    method: 'POST',
+    headers: { ...JSON_HEADERS, ...headers },
+    body: callBody({ ms: 1 }),
+  })
   const text = await response.text()
   const count = /^\{"response":"call (\d+)"\}\n$/.exec(text)
   if (!count) throw new Error(`unexpected answer from slow: ${response.status} ${text}`)
@@ -100,7 +119,10 @@ describe('Host, Origin and Content-Type on /tools and /mcp', () => {
 
   it('refuses a DNS-rebinding Host on /tools and /mcp, and answers IP addresses, localhost and allowed names', async () => {
     for (const path of ['/tools/echo', '/mcp']) {
-      const refused = await raw(url, path, { headers: { ...MCP_HEADERS, host: `evil.example:${port}` }, body: path === '/mcp' ? toolsCall('echo', {}) : callBody({}) })
+      const refused = await raw(url, path, {
+        headers: { ...MCP_HEADERS, host: `evil.example:${port}` },
+        body: path === '/mcp' ? toolsCall('echo', {}) : callBody({}),
+      })
       expect(refused.status).toBe(403)
       expect(JSON.stringify(JSON.parse(refused.text))).toContain('Host \\"evil.example')
     }
@@ -115,22 +137,52 @@ describe('Host, Origin and Content-Type on /tools and /mcp', () => {
   })
 
   it('refuses a request from a web page (an Origin) unless its origin is allowed', async () => {
-    const evil = await raw(url, '/tools/echo', { headers: { ...JSON_HEADERS, origin: 'http://evil.example' }, body: callBody({}) })
+    const evil = await raw(url, '/tools/echo', {
+      headers: { ...JSON_HEADERS, origin: 'http://evil.example' },
+      body: callBody({}),
+    })
     expect(evil.status).toBe(403)
-    expect(JSON.parse(evil.text)).toEqual({ error: { type: 'http', message: expect.stringMatching(/^Origin "http:\/\/evil\.example" is not allowed: add it with --allowed-origins/) } })
+    expect(JSON.parse(evil.text)).toEqual({
+      error: {
+        type: 'http',
+        message: expect.stringMatching(
+          /^Origin "http:\/\/evil\.example" is not allowed: add it with --allowed-origins/,
+        ),
+      },
+    })
     // A rebinding page is same-origin with the name it rebinds: that is no pass either.
-    const rebound = await raw(url, '/tools/echo', { headers: { ...JSON_HEADERS, origin: `http://localhost:${port}` }, body: callBody({}) })
+    const rebound = await raw(url, '/tools/echo', {
+      headers: { ...JSON_HEADERS, origin: `http://localhost:${port}` },
+      body: callBody({}),
+    })
     expect(rebound.status).toBe(403)
-    expect((await raw(url, '/tools/echo', { headers: { ...JSON_HEADERS, origin: 'http://app.example' }, body: callBody({}) })).status).toBe(200)
+    expect(
+      (
+        await raw(url, '/tools/echo', {
+          headers: { ...JSON_HEADERS, origin: 'http://app.example' },
+          body: callBody({}),
+        })
+      ).status,
+    ).toBe(200)
   })
 
   it('refuses a cross-site "simple" POST (text/plain, a form, no type) with 415 before running the tool', async () => {
     const before = await slowCalls(url)
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', undefined]) {
-      const answer = await raw(url, '/tools/slow', { headers: type ? { 'content-type': type } : {}, body: callBody({ ms: 1 }) })
+      const answer = await raw(url, '/tools/slow', {
+        headers: type ? { 'content-type': type } : {},
+        body: callBody({ ms: 1 }),
+      })
       expect({ type, status: answer.status }).toEqual({ type, status: 415 })
     }
-    expect((await raw(url, '/mcp', { headers: { ...MCP_HEADERS, 'content-type': 'text/plain' }, body: toolsCall('slow', { ms: 1 }) })).status).toBe(415)
+    expect(
+      (
+        await raw(url, '/mcp', {
+          headers: { ...MCP_HEADERS, 'content-type': 'text/plain' },
+          body: toolsCall('slow', { ms: 1 }),
+        })
+      ).status,
+    ).toBe(415)
     expect(await slowCalls(url, { 'content-type': 'application/json; charset=utf-8' })).toBe(before + 1) // none of the refused ones ran
   })
 
@@ -159,7 +211,9 @@ describe('one token for every endpoint that runs tools, and no open network addr
   })
 
   it('refuses to start on 0.0.0.0, ::, or with only --mcp-token, naming the open endpoints', async () => {
-    await expect(start({ host: '0.0.0.0' })).rejects.toThrow(/--host: "0\.0\.0\.0" is reachable from other machines and \/tools and \/mcp would run tools for anyone/)
+    await expect(start({ host: '0.0.0.0' })).rejects.toThrow(
+      /--host: "0\.0\.0\.0" is reachable from other machines and \/tools and \/mcp would run tools for anyone/,
+    )
     await expect(start({ host: '::' })).rejects.toThrow(ToolbridgeError)
     await expect(start({ host: '0.0.0.0', mcpToken: 'm' })).rejects.toThrow(/and \/tools would run tools for anyone/)
     const tokened = await start({ host: '0.0.0.0', httpToken: 't' })
@@ -170,14 +224,37 @@ describe('one token for every endpoint that runs tools, and no open network addr
 
   it('toolbridge start says so and exits 1; the banner tells which endpoint needs a token; long error messages are logged cut', async () => {
     const refused = await new Promise<{ code: number | null; stderr: string }>((resolve) =>
-      execFile(process.execPath, ['bridge/cli/main.ts', '-c', HARDENING_YML, 'start', '--host', '0.0.0.0', '--port', '0', '--mcp-token', 'm'], { cwd: ROOT, env: cleanEnv(), timeout: 30_000 }, (error, _stdout, stderr) =>
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stderr }),
+      execFile(
+        process.execPath,
+        ['bridge/cli/main.ts', '-c', HARDENING_YML, 'start', '--host', '0.0.0.0', '--port', '0', '--mcp-token', 'm'],
+        { cwd: ROOT, env: cleanEnv(), timeout: 30_000 },
+        (error, _stdout, stderr) =>
+          resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stderr }),
       ),
     )
     expect(refused.code).toBe(1)
-    expect(refused.stderr).toMatch(/^toolbridge: --host: "0\.0\.0\.0" is reachable from other machines and \/tools would run tools for anyone there without a token: set --http-token .* or pass --allow-unauthenticated/)
+    expect(refused.stderr).toMatch(
+      /^toolbridge: --host: "0\.0\.0\.0" is reachable from other machines and \/tools would run tools for anyone there without a token: set --http-token .* or pass --allow-unauthenticated/,
+    )
 
-    const child = spawn(process.execPath, ['bridge/cli/main.ts', '-c', HARDENING_YML, 'start', '--port', '0', '--log-level', 'warn', '--mcp-token', 'm', '--invoker', 'in-process'], { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(
+      process.execPath,
+      [
+        'bridge/cli/main.ts',
+        '-c',
+        HARDENING_YML,
+        'start',
+        '--port',
+        '0',
+        '--log-level',
+        'warn',
+        '--mcp-token',
+        'm',
+        '--invoker',
+        'in-process',
+      ],
+      { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+    )
     try {
       let stdout = ''
       await new Promise<void>((resolve, reject) => {
@@ -187,14 +264,20 @@ describe('one token for every endpoint that runs tools, and no open network addr
         })
         child.once('exit', (code) => reject(new Error(`exited ${code}: ${stdout}`)))
       })
-      expect(stdout).toMatch(/^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools \(no token: open to anyone who reaches \1\)$/m)
+      expect(stdout).toMatch(
+        /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools \(no token: open to anyone who reaches \1\)$/m,
+      )
       expect(stdout).toMatch(/^ {2}MCP: http:\/\/127\.0\.0\.1:\d+\/mcp \(bearer token required\)$/m)
 
       // A function's 1 MB error message: logged, cut to a few KB.
       let stderr = ''
       child.stderr.on('data', (d: Buffer) => (stderr += d))
       const url = /HTTP: (\S+)\/tools/.exec(stdout)![1]!
-      const failed = await fetch(`${url}/tools/long-error`, { method: 'POST', headers: JSON_HEADERS, body: callBody({ size: 1024 * 1024 }) })
+      const failed = await fetch(`${url}/tools/long-error`, {
+        method: 'POST',
+        headers: JSON_HEADERS,
+        body: callBody({ size: 1024 * 1024 }),
+      })
       expect(failed.status).toBe(502)
       await until(() => stderr.includes('eeee\u2026'))
       const longest = Math.max(...stderr.split('\n').map((line) => line.length))
@@ -211,15 +294,23 @@ describe('admission: a cap on calls in flight, callers that gave up, batches', (
     const runtime = await start({ maxHttpInFlight: '2' })
     try {
       const url = runtime.gateway!.url
-      const busy = [1, 2].map(() => fetch(`${url}/tools/slow`, { method: 'POST', headers: JSON_HEADERS, body: callBody({ ms: 300 }) }))
+      const busy = [1, 2].map(() =>
+        fetch(`${url}/tools/slow`, { method: 'POST', headers: JSON_HEADERS, body: callBody({ ms: 300 }) }),
+      )
       await until(() => runtime.gateway!.inFlight === 2)
       const refused = await fetch(`${url}/tools/echo`, { method: 'POST', headers: JSON_HEADERS, body: callBody({}) })
       expect(refused.status).toBe(429)
       expect(refused.headers.get('retry-after')).toBe('1')
-      const mcpRefused = await fetch(`${url}/mcp`, { method: 'POST', headers: MCP_HEADERS, body: toolsCall('echo', {}) })
+      const mcpRefused = await fetch(`${url}/mcp`, {
+        method: 'POST',
+        headers: MCP_HEADERS,
+        body: toolsCall('echo', {}),
+      })
       expect(mcpRefused.status).toBe(429)
       expect((await Promise.all(busy)).map((r) => r.status)).toEqual([200, 200])
-      expect((await fetch(`${url}/tools/echo`, { method: 'POST', headers: JSON_HEADERS, body: callBody({}) })).status).toBe(200)
+      expect(
+        (await fetch(`${url}/tools/echo`, { method: 'POST', headers: JSON_HEADERS, body: callBody({}) })).status,
+      ).toBe(200)
     } finally {
       await runtime.stop()
     }
@@ -233,7 +324,12 @@ describe('admission: a cap on calls in flight, callers that gave up, batches', (
       // slow-service takes 2 at once: 2 start, 30 wait; then every caller gives up.
       const callers = Array.from({ length: 32 }, () => new AbortController())
       const calls = callers.map((c) =>
-        fetch(`${url}/tools/slow`, { method: 'POST', headers: JSON_HEADERS, body: callBody({ ms: 500 }), signal: c.signal }).catch(() => 'aborted'),
+        fetch(`${url}/tools/slow`, {
+          method: 'POST',
+          headers: JSON_HEADERS,
+          body: callBody({ ms: 500 }),
+          signal: c.signal,
+        }).catch(() => 'aborted'),
       )
       await until(() => runtime.gateway!.inFlight === 32 && runtime.bridge.inFlight === 2)
       for (const c of callers) c.abort()
@@ -253,7 +349,10 @@ describe('admission: a cap on calls in flight, callers that gave up, batches', (
       const batch = `[${Array.from({ length: 100 }, (_, i) => toolsCall('slow', { ms: 1 }, i)).join(',')}]`
       const answer = await raw(runtime.gateway!.url, '/mcp', { headers: MCP_HEADERS, body: batch })
       expect(answer.status).toBe(400)
-      expect(rpcMessage(answer.text).error).toEqual({ code: ErrorCode.InvalidRequest, message: expect.stringContaining('batches are not supported') })
+      expect(rpcMessage(answer.text).error).toEqual({
+        code: ErrorCode.InvalidRequest,
+        message: expect.stringContaining('batches are not supported'),
+      })
       expect(await slowCalls(runtime.gateway!.url)).toBe(before + 1)
     } finally {
       await runtime.stop()
@@ -282,7 +381,12 @@ describe('bodies, paths and arguments that used to get the wrong answer', () => 
   let runtime: Runtime
   let url: string
   const logged: { fields: object; message: string }[] = []
-  const logger: Logger = { debug() {}, info() {}, error() {}, warn: (fields, message) => void logged.push({ fields, message }) }
+  const logger: Logger = {
+    debug() {},
+    info() {},
+    error() {},
+    warn: (fields, message) => void logged.push({ fields, message }),
+  }
   beforeAll(async () => {
     runtime = await start({ httpToken: 'sécret' }, logger)
     url = runtime.gateway!.url
@@ -291,14 +395,23 @@ describe('bodies, paths and arguments that used to get the wrong answer', () => 
   const auth = { authorization: 'Bearer sécret' }
 
   it('answers 413 to an over-limit body, read by the client, decided from Content-Length before reading it', async () => {
-    const tooBig = await fetch(`${url}/tools/echo`, { method: 'POST', headers: { ...JSON_HEADERS, ...auth }, body: callBody({ text: 'x'.repeat(6 * 1024 * 1024) }) })
+    const tooBig = await fetch(`${url}/tools/echo`, {
+      method: 'POST',
+      headers: { ...JSON_HEADERS, ...auth },
+      body: callBody({ text: 'x'.repeat(6 * 1024 * 1024) }),
+    })
     expect(tooBig.status).toBe(413)
-    expect(await tooBig.json()).toEqual({ error: { type: 'http', message: `request body over ${5 * 1024 * 1024} bytes` } })
+    expect(await tooBig.json()).toEqual({
+      error: { type: 'http', message: `request body over ${5 * 1024 * 1024} bytes` },
+    })
     // A client that announces 100 MB and sends only the headers: the answer comes without waiting for the body.
     const status = await new Promise<string>((resolve, reject) => {
       const socket = connectSocket(Number(new URL(url).port), '127.0.0.1')
       socket.on('error', reject)
-      socket.write(`POST /tools/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer s\xc3\xa9cret\r\nContent-Type: application/json\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n`, 'latin1')
+      socket.write(
+        `POST /tools/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer s\xc3\xa9cret\r\nContent-Type: application/json\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n`,
+        'latin1',
+      )
       socket.once('data', (data) => {
         resolve(data.toString('latin1').split('\r\n')[0]!)
         socket.destroy()
@@ -318,11 +431,25 @@ describe('bodies, paths and arguments that used to get the wrong answer', () => 
   it('answers 400 to a malformed escape in the tool name, invalid UTF-8 and arguments nested 100,000 deep', async () => {
     const badEscape = await raw(url, '/tools/%ZZ', { headers: { ...JSON_HEADERS, ...auth }, body: '{}' })
     expect(badEscape.status).toBe(400)
-    expect(JSON.parse(badEscape.text)).toEqual({ error: { type: 'http', message: 'malformed percent-escape in the tool name "%ZZ"' } })
-    const utf8 = await raw(url, '/tools/echo', { headers: { ...JSON_HEADERS, ...auth }, body: Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]) })
-    expect({ status: utf8.status, body: JSON.parse(utf8.text) }).toEqual({ status: 400, body: { error: { type: 'http', message: 'body is not valid UTF-8' } } })
-    const deep = await raw(url, '/tools/echo', { headers: { ...JSON_HEADERS, ...auth }, body: `{"arguments":${deepArguments(100_000)}}` })
-    expect({ status: deep.status, body: JSON.parse(deep.text) }).toEqual({ status: 400, body: { error: { type: 'bad-request', message: '"arguments" nests deeper than 100 levels' } } })
+    expect(JSON.parse(badEscape.text)).toEqual({
+      error: { type: 'http', message: 'malformed percent-escape in the tool name "%ZZ"' },
+    })
+    const utf8 = await raw(url, '/tools/echo', {
+      headers: { ...JSON_HEADERS, ...auth },
+      body: Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]),
+    })
+    expect({ status: utf8.status, body: JSON.parse(utf8.text) }).toEqual({
+      status: 400,
+      body: { error: { type: 'http', message: 'body is not valid UTF-8' } },
+    })
+    const deep = await raw(url, '/tools/echo', {
+      headers: { ...JSON_HEADERS, ...auth },
+      body: `{"arguments":${deepArguments(100_000)}}`,
+    })
+    expect({ status: deep.status, body: JSON.parse(deep.text) }).toEqual({
+      status: 400,
+      body: { error: { type: 'bad-request', message: '"arguments" nests deeper than 100 levels' } },
+    })
   })
 
   it('answers arguments nested too deep over MCP with invalid params (-32602), the SDK client and a raw 100,000 levels', async () => {
@@ -332,14 +459,23 @@ describe('bodies, paths and arguments that used to get the wrong answer', () => 
       for (let i = 0; i < 200; i++) nested = { a: nested }
       const error = await client.callTool({ name: 'echo', arguments: nested }).catch((err: unknown) => err)
       expect(error).toBeInstanceOf(McpError)
-      expect(error).toMatchObject({ code: ErrorCode.InvalidParams, message: expect.stringContaining('nests deeper than 100 levels') })
+      expect(error).toMatchObject({
+        code: ErrorCode.InvalidParams,
+        message: expect.stringContaining('nests deeper than 100 levels'),
+      })
     } finally {
       await client.close()
     }
     const body = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":${deepArguments(100_000)}}}`
     const answer = await raw(url, '/mcp', { headers: { ...MCP_HEADERS, ...auth }, body })
-    expect(rpcMessage(answer.text).error).toEqual({ code: ErrorCode.InvalidParams, message: expect.stringContaining('"arguments" nests deeper than 100 levels') })
-    const badParams = await raw(url, '/mcp', { headers: { ...MCP_HEADERS, ...auth }, body: toolsCall('echo', 'not an object') })
+    expect(rpcMessage(answer.text).error).toEqual({
+      code: ErrorCode.InvalidParams,
+      message: expect.stringContaining('"arguments" nests deeper than 100 levels'),
+    })
+    const badParams = await raw(url, '/mcp', {
+      headers: { ...MCP_HEADERS, ...auth },
+      body: toolsCall('echo', 'not an object'),
+    })
     expect(rpcMessage(badParams.text).error?.code).toBe(ErrorCode.InvalidParams)
   })
 
@@ -354,12 +490,18 @@ describe('bodies, paths and arguments that used to get the wrong answer', () => 
     expect((await fetch(`${url}/tools`, { headers: { authorization: 'Bearer sécret-but-wrong' } })).status).toBe(401)
     expect((await fetch(`${url}/tools`, { headers: { authorization: 'Bearer sécre' } })).status).toBe(401)
     expect(logged).toHaveLength(2)
-    expect(logged[0]).toMatchObject({ message: expect.stringContaining('bearer token'), fields: { path: '/tools', method: 'GET' } })
+    expect(logged[0]).toMatchObject({
+      message: expect.stringContaining('bearer token'),
+      fields: { path: '/tools', method: 'GET' },
+    })
     expect(JSON.stringify(logged)).not.toContain('sécret')
   })
 
   it('bounds error text on the wire and answers HEAD /healthz', async () => {
-    const answer = await raw(url, '/tools/long-error', { headers: { ...JSON_HEADERS, ...auth }, body: callBody({ size: 1024 * 1024 }) })
+    const answer = await raw(url, '/tools/long-error', {
+      headers: { ...JSON_HEADERS, ...auth },
+      body: callBody({ size: 1024 * 1024 }),
+    })
     const { error } = JSON.parse(answer.text) as { error: { type: string; message: string } }
     expect(error.type).toBe('tool-service-error')
     expect(error.message).toHaveLength(MAX_ERROR_TEXT + 1)
@@ -379,8 +521,15 @@ describe('streamed answers at the pace of the client', () => {
   afterAll(() => runtime?.stop())
 
   it('gives a reading client every chunk and the whole answer', async () => {
-    const response = await fetch(`${url}/tools/huge`, { method: 'POST', headers: JSON_HEADERS, body: callBody({ count: 40, size: 256 * 1024 }) })
-    const lines = (await response.text()).trimEnd().split('\n').map((line) => JSON.parse(line) as { chunk?: string; response?: string })
+    const response = await fetch(`${url}/tools/huge`, {
+      method: 'POST',
+      headers: JSON_HEADERS,
+      body: callBody({ count: 40, size: 256 * 1024 }),
+    })
+    const lines = (await response.text())
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { chunk?: string; response?: string })
     expect(lines).toHaveLength(41)
     expect(lines.slice(0, 40).every((line) => line.chunk?.length === 256 * 1024)).toBe(true)
     expect(lines[40]!.response).toHaveLength(40 * 256 * 1024)
@@ -389,7 +538,9 @@ describe('streamed answers at the pace of the client', () => {
   it('holds a bounded amount for a client that does not read a 200 MB stream, then gives up on it', async () => {
     const socket = connectSocket(Number(new URL(url).port), '127.0.0.1')
     const body = callBody({ count: 200, size: 1024 * 1024 })
-    socket.write(`POST /tools/huge HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+    socket.write(
+      `POST /tools/huge HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    )
     socket.pause() // and never read while the stream runs
     const rssBefore = process.memoryUsage.rss()
     let peakRss = rssBefore
@@ -413,7 +564,11 @@ describe('streamed answers at the pace of the client', () => {
 
 describe('toolbridge mcp (stdio) with lines that are not JSON-RPC', () => {
   it('answers a non-JSON line and an over-long line with -32700 and goes on serving', async () => {
-    const child = spawn(process.execPath, ['bridge/cli/main.ts', '-c', HARDENING_YML, 'mcp', '--invoker', 'in-process'], { cwd: ROOT, env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] })
+    const child = spawn(
+      process.execPath,
+      ['bridge/cli/main.ts', '-c', HARDENING_YML, 'mcp', '--invoker', 'in-process'],
+      { cwd: ROOT, env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] },
+    )
     try {
       const messages: { id?: unknown; error?: { code: number; message: string }; result?: unknown }[] = []
       let pending = ''
@@ -427,15 +582,32 @@ describe('toolbridge mcp (stdio) with lines that are not JSON-RPC', () => {
       })
       child.stdin.write('this is not json\n')
       child.stdin.write('"' + 'x'.repeat(11 * 1024 * 1024) + '"\n')
-      child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }) + '\n')
+      child.stdin.write(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+        }) + '\n',
+      )
       child.stdin.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) + '\n')
       child.stdin.write(toolsCall('echo', { z: 3 }, 2) + '\n')
       await until(() => messages.some((m) => m.id === 2) || child.exitCode !== null)
       expect(messages.slice(0, 2)).toEqual([
-        { jsonrpc: '2.0', id: null, error: { code: ErrorCode.ParseError, message: 'Parse error: the line is not JSON' } },
-        { jsonrpc: '2.0', id: null, error: { code: ErrorCode.ParseError, message: expect.stringMatching(/^Parse error: line over \d+ bytes$/) } },
+        {
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: ErrorCode.ParseError, message: 'Parse error: the line is not JSON' },
+        },
+        {
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: ErrorCode.ParseError, message: expect.stringMatching(/^Parse error: line over \d+ bytes$/) },
+        },
       ])
-      expect(messages.find((m) => m.id === 2)).toMatchObject({ result: { content: [{ type: 'text', text: '{"z":3}' }] } })
+      expect(messages.find((m) => m.id === 2)).toMatchObject({
+        result: { content: [{ type: 'text', text: '{"z":3}' }] },
+      })
     } finally {
       child.kill('SIGKILL')
     }

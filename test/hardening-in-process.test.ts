@@ -18,7 +18,18 @@ const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k
 describe('toolbridge start --invoker in-process, with a function that fails after returning', () => {
   const child = spawn(
     process.execPath,
-    ['bridge/cli/main.ts', '--config', HARDENING_YML, 'start', '--port', '0', '--log-level', 'warn', '--invoker', 'in-process'],
+    [
+      'bridge/cli/main.ts',
+      '--config',
+      HARDENING_YML,
+      'start',
+      '--port',
+      '0',
+      '--log-level',
+      'warn',
+      '--invoker',
+      'in-process',
+    ],
     { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'], timeout: CHILD_TIMEOUT_MS },
   )
   let stdout = ''

@@ -32,7 +32,10 @@ const CALL_TIMEOUT_MS = 30_000
 const MB = 1024 * 1024
 
 const project = loadProject(HARDENING_YML)
-const settings = (overrides: Partial<Settings> = {}): Settings => ({ ...resolveSettings({ invoker: 'local', port: 'off' }, {}), ...overrides })
+const settings = (overrides: Partial<Settings> = {}): Settings => ({
+  ...resolveSettings({ invoker: 'local', port: 'off' }, {}),
+  ...overrides,
+})
 
 function service(id: string, from: Project = project): ToolServiceSpec {
   const spec = from.services.find((s) => s.id === id)
@@ -81,7 +84,12 @@ interface Streamed {
 }
 
 /** Sends one request and reads its answer off the response queue, counting bytes and messages as they come. */
-async function streamFrom(transport: Transport, spec: ToolServiceSpec, args: Record<string, unknown>, keep = false): Promise<Streamed> {
+async function streamFrom(
+  transport: Transport,
+  spec: ToolServiceSpec,
+  args: Record<string, unknown>,
+  keep = false,
+): Promise<Streamed> {
   const id = randomUUID()
   const pieces: string[] = []
   let bytes = 0
@@ -92,7 +100,12 @@ async function streamFrom(transport: Transport, spec: ToolServiceSpec, args: Rec
     delivery.ack()
     if (delivery.properties[ID_PROPERTY] !== id) return
     const decoded = decodeResponse(delivery.body)
-    if (!decoded.ok) return end({ error: { type: '(undecodable response)', message: decoded.message }, response: '', end_of_stream: true })
+    if (!decoded.ok)
+      return end({
+        error: { type: '(undecodable response)', message: decoded.message },
+        response: '',
+        end_of_stream: true,
+      })
     messages++
     bytes += decoded.value.response.length
     if (keep) pieces.push(decoded.value.response)
@@ -124,7 +137,11 @@ class Harness {
   transport!: Transport
   private readonly clients = new Map<string, Promise<RequestClient>>()
 
-  async start(overrides: Partial<Settings> = {}, logger: Logger = silentLogger, from: Project = project): Promise<this> {
+  async start(
+    overrides: Partial<Settings> = {},
+    logger: Logger = silentLogger,
+    from: Project = project,
+  ): Promise<this> {
     this.runtime = await startRuntime(from, settings(overrides), { logger })
     this.transport = await this.runtime.connectClient()
     return this
@@ -187,7 +204,10 @@ describe('a stream that floods for ever, with no byte limit', () => {
   const transport = new MemoryTransport(broker)
   const bridge = createBridge({
     transport: new MemoryTransport(broker),
-    invoker: new LocationInvoker({ settings: resolveSettings({ invoker: 'local', maxStreamBytes: String(2 ** 40) }, {}), baseDir: project.baseDir }),
+    invoker: new LocationInvoker({
+      settings: resolveSettings({ invoker: 'local', maxStreamBytes: String(2 ** 40) }, {}),
+      baseDir: project.baseDir,
+    }),
     services: [flood],
   })
   beforeAll(async () => {
@@ -215,19 +235,30 @@ describe('a stream that floods for ever, with no byte limit', () => {
 })
 
 describe('the in-process invoker and a stream', () => {
-  const invoker = new LocationInvoker({ settings: resolveSettings({ invoker: 'in-process' }, {}), baseDir: project.baseDir })
+  const invoker = new LocationInvoker({
+    settings: resolveSettings({ invoker: 'in-process' }, {}),
+    baseDir: project.baseDir,
+  })
   afterAll(() => invoker.close())
 
   it('cuts a stream that never awaits at the byte limit', async () => {
     let bytes = 0
-    const outcome = await invoker.invoke({ target: service('flood-service'), event: { arguments: {} }, onChunk: (text) => (bytes += text.length) })
+    const outcome = await invoker.invoke({
+      target: service('flood-service'),
+      event: { arguments: {} },
+      onChunk: (text) => (bytes += text.length),
+    })
     expect(outcome).toMatchObject({ ok: false, kind: 'too-large' })
     expect(bytes).toBeLessThanOrEqual(DEFAULT_MAX_STREAM_BYTES)
   })
 
   it('closes a timed-out stream (its finally runs) instead of letting it run for ever', async () => {
     const chunks: string[] = []
-    const outcome = await invoker.invoke({ target: service('ticker-service'), event: { arguments: {} }, onChunk: (text) => chunks.push(text) })
+    const outcome = await invoker.invoke({
+      target: service('ticker-service'),
+      event: { arguments: {} },
+      onChunk: (text) => chunks.push(text),
+    })
     expect(outcome).toEqual({ ok: false, kind: 'timeout', message: 'function "ticker" timed out after 1000 ms' })
     const state = async () => {
       const answer = await invoker.invoke({ target: service('ticker-state-service'), event: {}, onChunk: () => {} })
@@ -253,7 +284,9 @@ describe('memorySize in worker threads', () => {
   it('is the heap limit whatever --max-old-space-size says, and the crash message tells the limit V8 applied', async () => {
     const error = await callError(bridge.call('heap-hog-service'))
     expect(error.type).toBe('tool-service-error')
-    const match = /^function "heap-hog" crashed: it ran out of memory \(memorySize 64 MB, heap limit (\d+) MB\)$/.exec(error.message)
+    const match = /^function "heap-hog" crashed: it ran out of memory \(memorySize 64 MB, heap limit (\d+) MB\)$/.exec(
+      error.message,
+    )
     expect(match, error.message).not.toBeNull()
     expect(Number(match![1])).toBeGreaterThanOrEqual(64)
     expect(Number(match![1])).toBeLessThan(96) // 64 MB old space and a small young generation
@@ -309,7 +342,13 @@ describe("a function's environment variables in worker threads", () => {
 
   it('take ${env:NAME} from the bridge only where serverless.yml asks for it, and refuse an unset one', () => {
     const yml = (value: string) => ({
-      functions: { f: { handler: 'f.handler', environment: { KEY: value }, toolService: { id: 's', topic: 't', tools: [{ name: 't', description: 'd' }] } } },
+      functions: {
+        f: {
+          handler: 'f.handler',
+          environment: { KEY: value },
+          toolService: { id: 's', topic: 't', tools: [{ name: 't', description: 'd' }] },
+        },
+      },
     })
     expect(readToolServices(yml('pre-${env:PULSAR_TOKEN}'))[0]!.environment).toEqual({ KEY: 'pre-pulsar-token-secret' })
     expect(() => readToolServices(yml('${env:TOOLBRIDGE_NOT_SET_ANYWHERE}'))).toThrow(ConfigError)
@@ -343,8 +382,12 @@ describe('a handler outside the project directory', () => {
   afterAll(() => bridge.stop())
 
   it('is refused with a clear error, by path and by absolute path', () => {
-    expect(() => resolveHandler(outside.baseDir, '../functions/envdump.handler')).toThrow(/outside the project directory/)
-    expect(() => resolveHandler(outside.baseDir, `${project.baseDir}/functions/envdump.handler`)).toThrow(/outside the project directory/)
+    expect(() => resolveHandler(outside.baseDir, '../functions/envdump.handler')).toThrow(
+      /outside the project directory/,
+    )
+    expect(() => resolveHandler(outside.baseDir, `${project.baseDir}/functions/envdump.handler`)).toThrow(
+      /outside the project directory/,
+    )
     expect(resolveHandler(project.baseDir, 'functions/envdump.handler').exportName).toBe('handler')
   })
 
@@ -367,6 +410,8 @@ describe('a handler outside the project directory', () => {
 describe('the joke example', () => {
   it.each(['constructor', '__proto__'])('tells the default joke for the topic "%s"', async (topic) => {
     const text = await joke({ user: 'alice', config: { style: 'pun' }, arguments: { topic } }, undefined)
-    expect(text).toBe(`Hey alice! Here's a pun for you:\n\nI would tell you a joke about ${topic}, but it is still in the pun-ding stage.`)
+    expect(text).toBe(
+      `Hey alice! Here's a pun for you:\n\nI would tell you a joke about ${topic}, but it is still in the pun-ding stage.`,
+    )
   })
 })

@@ -18,7 +18,9 @@ describe('createPathScrubber', () => {
   const scrub = createPathScrubber(join(ROOT, 'functions'))
 
   it('shows paths in the project relative to it, as paths and as file URLs', () => {
-    expect(scrub(`Cannot find module '${join(ROOT, 'functions', 'x', 'lib.ts')}'`)).toBe("Cannot find module 'x/lib.ts'")
+    expect(scrub(`Cannot find module '${join(ROOT, 'functions', 'x', 'lib.ts')}'`)).toBe(
+      "Cannot find module 'x/lib.ts'",
+    )
     expect(scrub(`at ${pathToFileURL(join(ROOT, 'functions', 'a.ts')).href}:1:2`)).toBe('at a.ts:1:2')
   })
 
@@ -34,7 +36,12 @@ describe('error answers on the wire', () => {
   // A handler export that does not exist: the loader's message names the module's absolute path.
   const broken = {
     ...examples,
-    services: examples.services.filter((s) => s.id === 'joke-service').map((s) => ({ ...s, location: { kind: 'handler' as const, handler: 'functions/joke/handler.nope', lambdaName: 'nope' } })),
+    services: examples.services
+      .filter((s) => s.id === 'joke-service')
+      .map((s) => ({
+        ...s,
+        location: { kind: 'handler' as const, handler: 'functions/joke/handler.nope', lambdaName: 'nope' },
+      })),
   }
 
   async function errorFor(flags: SettingFlags): Promise<ToolCallError> {

@@ -56,7 +56,16 @@ afterEach(() => {
 /** Tool services for functions at `url` on the test server. */
 function services(entries: Record<string, Record<string, unknown>>): ToolServiceSpec[] {
   const toolServices = Object.fromEntries(
-    Object.entries(entries).map(([key, extra]) => [key, { id: `${key}-service`, topic: key, timeout: 2, tools: [{ name: `${key}-tool`, description: 'A tool' }], ...extra }]),
+    Object.entries(entries).map(([key, extra]) => [
+      key,
+      {
+        id: `${key}-service`,
+        topic: key,
+        timeout: 2,
+        tools: [{ name: `${key}-tool`, description: 'A tool' }],
+        ...extra,
+      },
+    ]),
   )
   return readToolServices({ service: 'http', functions: {}, custom: { toolServices } })
 }
@@ -79,7 +88,11 @@ describe('retryAfterMs', () => {
 describe('HttpInvoker, called directly', () => {
   const specs = () =>
     services({
-      plain: { url: `${base}/fn?v=1`, headers: { 'x-team': 'blue' }, headersFromEnv: { authorization: 'HTTP_TEST_TOKEN' } },
+      plain: {
+        url: `${base}/fn?v=1`,
+        headers: { 'x-team': 'blue' },
+        headersFromEnv: { authorization: 'HTTP_TEST_TOKEN' },
+      },
       getter: { url: `${base}/get`, method: 'GET' },
       streamer: { url: `${base}/stream`, response: 'stream' },
       fast: { url: `${base}/fast`, timeout: 0.3 },
@@ -90,7 +103,10 @@ describe('HttpInvoker, called directly', () => {
 
   beforeAll(() => {
     all = specs()
-    invoker = new HttpInvoker({ env: { HTTP_TEST_TOKEN: 'Bearer s3cret' }, retry: { initialRetryTime: 5, maxRetryTime: 20 } })
+    invoker = new HttpInvoker({
+      env: { HTTP_TEST_TOKEN: 'Bearer s3cret' },
+      retry: { initialRetryTime: 5, maxRetryTime: 20 },
+    })
   })
   afterAll(() => invoker.close())
 
@@ -105,18 +121,27 @@ describe('HttpInvoker, called directly', () => {
     expect(await invoker.prepare(spec('plain'))).toBeUndefined()
     expect((await invoke('plain', { text: 'hi' })).outcome).toStrictEqual({ ok: true, text: '{"ok":true}' })
     expect(seen[0]).toMatchObject({ method: 'POST', url: '/fn?v=1', body: '{"text":"hi"}' })
-    expect(seen[0]!.headers).toMatchObject({ 'content-type': 'application/json', 'x-team': 'blue', authorization: 'Bearer s3cret' })
+    expect(seen[0]!.headers).toMatchObject({
+      'content-type': 'application/json',
+      'x-team': 'blue',
+      authorization: 'Bearer s3cret',
+    })
   })
 
   it('sends a GET event in the query string, without a body', async () => {
     handler = (req, res) => void res.end(req.url)
-    expect((await invoke('getter', { q: 'a b', n: 2, deep: { x: 1 } })).outcome).toStrictEqual({ ok: true, text: '/get?q=a+b&n=2&deep=%7B%22x%22%3A1%7D' })
+    expect((await invoke('getter', { q: 'a b', n: 2, deep: { x: 1 } })).outcome).toStrictEqual({
+      ok: true,
+      text: '/get?q=a+b&n=2&deep=%7B%22x%22%3A1%7D',
+    })
     expect(seen[0]!.body).toBe('')
   })
 
   it('reports a missing secret at prepare and on every call, without calling', async () => {
     const bare = new HttpInvoker({ env: {} })
-    expect(await bare.prepare(spec('plain'))).toBe('environment variable HTTP_TEST_TOKEN (for header authorization) not set')
+    expect(await bare.prepare(spec('plain'))).toBe(
+      'environment variable HTTP_TEST_TOKEN (for header authorization) not set',
+    )
     expect((await bare.invoke({ target: spec('plain'), event: {}, onChunk: () => {} })).ok).toBe(false)
     expect(seen).toHaveLength(0)
     await bare.close()
@@ -127,9 +152,17 @@ describe('HttpInvoker, called directly', () => {
       res.writeHead(req.body.includes('missing') ? 404 : 500, { 'content-type': 'text/html' })
       res.end(req.body.includes('missing') ? '{"error":"no such thing"}' : `<html>${'oops '.repeat(1000)}</html>`)
     }
-    expect((await invoke('plain', { missing: true })).outcome).toStrictEqual({ ok: false, kind: 'function-error', message: 'HTTP 404 Not Found: {"error":"no such thing"}' })
+    expect((await invoke('plain', { missing: true })).outcome).toStrictEqual({
+      ok: false,
+      kind: 'function-error',
+      message: 'HTTP 404 Not Found: {"error":"no such thing"}',
+    })
     const { outcome } = await invoke('plain', {})
-    expect(outcome).toMatchObject({ ok: false, kind: 'function-error', message: expect.stringMatching(/^HTTP 500 Internal Server Error: <html>oops oops .*…$/) })
+    expect(outcome).toMatchObject({
+      ok: false,
+      kind: 'function-error',
+      message: expect.stringMatching(/^HTTP 500 Internal Server Error: <html>oops oops .*…$/),
+    })
     expect(seen).toHaveLength(2)
   })
 
@@ -157,7 +190,11 @@ describe('HttpInvoker, called directly', () => {
   it('gives up after the retries when throttling lasts', async () => {
     handler = (_req, res) => void res.writeHead(503).end()
     const { outcome } = await invoke('plain')
-    expect(outcome).toMatchObject({ ok: false, kind: 'unavailable', message: expect.stringMatching(/gave up after 3 retries: .*HTTP 503 Service Unavailable/) })
+    expect(outcome).toMatchObject({
+      ok: false,
+      kind: 'unavailable',
+      message: expect.stringMatching(/gave up after 3 retries: .*HTTP 503 Service Unavailable/),
+    })
     expect(seen).toHaveLength(4)
   })
 
@@ -166,7 +203,11 @@ describe('HttpInvoker, called directly', () => {
     handler = (_req, res) => void hanging.push(res) // never answers
     const { outcome } = await invoke('fast')
     for (const res of hanging) res.destroy()
-    expect(outcome).toStrictEqual({ ok: false, kind: 'timeout', message: `function "fast" (POST ${base}/fast) timed out after 300 ms` })
+    expect(outcome).toStrictEqual({
+      ok: false,
+      kind: 'timeout',
+      message: `function "fast" (POST ${base}/fast) timed out after 300 ms`,
+    })
   })
 
   it('answers with an error when nothing listens', async () => {
@@ -255,7 +296,11 @@ describe('HttpInvoker, called directly', () => {
       },
     })
     expect(chunks).toStrictEqual(['one', 'two'])
-    expect(outcome).toMatchObject({ ok: false, kind: 'unavailable', message: expect.stringMatching(/broke off after 2 chunks/) })
+    expect(outcome).toMatchObject({
+      ok: false,
+      kind: 'unavailable',
+      message: expect.stringMatching(/broke off after 2 chunks/),
+    })
   })
 })
 
@@ -268,7 +313,11 @@ describe('an HTTP function through the bridge', () => {
   beforeAll(async () => {
     const broker = new MemoryBroker()
     spec = services({ story: { url: `${base}/story`, response: 'stream', event: 'arguments' } })[0]!
-    bridge = createBridge({ transport: new MemoryTransport(broker), invoker: new LocationInvoker({ settings: resolveSettings({}, {}), baseDir: process.cwd() }), services: [spec] })
+    bridge = createBridge({
+      transport: new MemoryTransport(broker),
+      invoker: new LocationInvoker({ settings: resolveSettings({}, {}), baseDir: process.cwd() }),
+      services: [spec],
+    })
     await bridge.start()
     client = new MemoryTransport(broker)
     await client.connect()
@@ -290,7 +339,9 @@ describe('an HTTP function through the bridge', () => {
       await new Promise((resolve) => setTimeout(resolve, 1))
       res.socket!.destroy()
     }
-    await client.publish(spec.requestQueue, encodeRequest({ config: {}, arguments: { hero: 'Ada' } }), { [ID_PROPERTY]: randomUUID() })
+    await client.publish(spec.requestQueue, encodeRequest({ config: {}, arguments: { hero: 'Ada' } }), {
+      [ID_PROPERTY]: randomUUID(),
+    })
     while (!received.some((r) => r.end_of_stream)) await new Promise((resolve) => setTimeout(resolve, 5))
     expect(received[0]).toStrictEqual({ error: null, response: 'hero Ada', end_of_stream: false })
     expect(received.at(-1)).toMatchObject({ error: { type: 'unavailable' }, end_of_stream: true })

@@ -63,7 +63,11 @@ function service(project: Project, id: string): ToolServiceSpec {
 function asReplica(project: Project, exportName: string): Project {
   return {
     ...project,
-    services: project.services.map((s) => (s.id === 'kafka-replica-service' && s.location.kind === 'handler' ? { ...s, location: { ...s.location, handler: `handlers.${exportName}` } } : s)),
+    services: project.services.map((s) =>
+      s.id === 'kafka-replica-service' && s.location.kind === 'handler'
+        ? { ...s, location: { ...s.location, handler: `handlers.${exportName}` } }
+        : s,
+    ),
   }
 }
 
@@ -102,7 +106,9 @@ describe('the kafka:// broker URL (no broker needed)', () => {
   })
 
   it('takes SASL credentials from the URL, SCRAM on request, and TLS for SASL_SSL', () => {
-    const parsed = parseKafkaUrl('kafka://svc:p%40ss@broker:9096?security_protocol=SASL_SSL&sasl_mechanism=SCRAM-SHA-512&servername=kafka.internal')
+    const parsed = parseKafkaUrl(
+      'kafka://svc:p%40ss@broker:9096?security_protocol=SASL_SSL&sasl_mechanism=SCRAM-SHA-512&servername=kafka.internal',
+    )
     expect(parsed.securityProtocol).toBe('SASL_SSL')
     expect(parsed.sasl).toEqual({ mechanism: 'SCRAM-SHA-512', username: 'svc', password: 'p@ss' })
     expect(parsed.tls).toEqual({ servername: 'kafka.internal' })
@@ -136,7 +142,8 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
   const examples = loadProject(EXAMPLES_YML)
   const fixtures = loadProject(FIXTURE_YML)
   const cleanups: (() => Promise<unknown> | unknown)[] = []
-  const topicsOf = (spec: ToolServiceSpec) => [spec.requestQueue, spec.responseQueue].map((q) => q.replace(/^(\w+):(\w+):/, '$2.$1.'))
+  const topicsOf = (spec: ToolServiceSpec) =>
+    [spec.requestQueue, spec.responseQueue].map((q) => q.replace(/^(\w+):(\w+):/, '$2.$1.'))
 
   beforeAll(async () => {
     broker = await startKafka()
@@ -155,7 +162,10 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
   })
 
   async function runtime(project: Project, brokerUrl = broker.url): Promise<Runtime> {
-    const started = await startRuntime(project, brokerUrl === broker.url ? settings : resolveSettings({ broker: brokerUrl, port: 'off' }, {}))
+    const started = await startRuntime(
+      project,
+      brokerUrl === broker.url ? settings : resolveSettings({ broker: brokerUrl, port: 'off' }, {}),
+    )
     cleanups.push(() => started.stop())
     return started
   }
@@ -181,14 +191,18 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
     callTimeoutMs: CALL_TIMEOUT_MS,
     maxMessageBytes: 10 * 1024 * 1024, // TrustGraph's producer limit
     bigMessageBytes: 10 * 1024 * 1024, // as much as TrustGraph's producer sends
-    replicas: 'Kafka shares a topic by partitions: two replicas on three partitions, and one killed outright, are tested below',
+    replicas:
+      'Kafka shares a topic by partitions: two replicas on three partitions, and one killed outright, are tested below',
     outage: { restart: () => kafkaScript('restart').then(() => {}), recoveryLimitMs: 20_000 },
     flowControl: {
       queue: () => `request:tg:kafka-flow-${randomUUID().slice(0, 8)}`,
       drop: (queue) => dropTopicsAndGroups([queue.replace('request:tg:', 'tg.request.')], ['sub']),
     },
     unreachable: {
-      transport: () => new KafkaTransport('kafka://svc:Another-Secret@127.0.0.1:1', { connectRetry: { retries: 1, initialRetryTime: 10 } }),
+      transport: () =>
+        new KafkaTransport('kafka://svc:Another-Secret@127.0.0.1:1', {
+          connectRetry: { retries: 1, initialRetryTime: 10 },
+        }),
       secret: 'Another-Secret',
     },
   })
@@ -220,7 +234,13 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
       const id = `tg-wire-${randomUUID()}`
       // What TrustGraph's producer sends: json.dumps of the request dataclass, properties as headers, no key.
       await producer.send({
-        messages: [{ topic: requestTopic, value: Buffer.from('{"config": "{\\"style\\": \\"pun\\"}", "arguments": "{\\"topic\\": \\"cats\\"}"}'), headers: { id } }],
+        messages: [
+          {
+            topic: requestTopic,
+            value: Buffer.from('{"config": "{\\"style\\": \\"pun\\"}", "arguments": "{\\"topic\\": \\"cats\\"}"}'),
+            headers: { id },
+          },
+        ],
       })
       await waitFor('the response record', () => received.some((m) => m.headers.get('id') === id), CALL_TIMEOUT_MS)
       const response = received.find((m) => m.headers.get('id') === id)!
@@ -253,7 +273,9 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
       const held = c.call({ arguments: { n: 1, gate } }, { timeoutMs: CALL_TIMEOUT_MS })
       held.catch(() => {}) // awaited below; not unhandled if an assertion fails first
       await new Promise((resolve) => setTimeout(resolve, 100))
-      const quick = await Promise.all([2, 3, 4].map((n) => c.call({ arguments: { n } }, { timeoutMs: CALL_TIMEOUT_MS })))
+      const quick = await Promise.all(
+        [2, 3, 4].map((n) => c.call({ arguments: { n } }, { timeoutMs: CALL_TIMEOUT_MS })),
+      )
       expect(quick).toEqual(['A:2', 'A:3', 'A:4'])
       // The quick ones are answered, but the one before them is not: nothing moves.
       await new Promise((resolve) => setTimeout(resolve, 500))
@@ -307,7 +329,9 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
           const id = randomUUID()
           ids.push(id)
           return new Promise<string>((resolve, reject) => {
-            t.publish(spec.requestQueue, encodeRequest({ arguments: { n, ms: 5 } }), { [ID_PROPERTY]: id }).catch(reject)
+            t.publish(spec.requestQueue, encodeRequest({ arguments: { n, ms: 5 } }), { [ID_PROPERTY]: id }).catch(
+              reject,
+            )
             tap.ended(id).then((messages) => resolve(messages[0]!.response.response), reject)
           })
         }),
@@ -315,7 +339,9 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
       answers.forEach((text, n) => expect(text).toMatch(new RegExp(`^[AB]:${n}$`)))
       const byA = answers.filter((text) => text.startsWith('A:')).length
       const duplicates = ids.filter((id) => tap.messages(id).length > 1).length
-      console.info(`Kafka: two replicas on 3 partitions answered 200 requests, ${byA} by A and ${200 - byA} by B, ${duplicates} answered twice`)
+      console.info(
+        `Kafka: two replicas on 3 partitions answered 200 requests, ${byA} by A and ${200 - byA} by B, ${duplicates} answered twice`,
+      )
       expect(busyA && busyB).toBe(true)
       expect(byA).toBeGreaterThan(0)
       expect(byA).toBeLessThan(200)
@@ -323,9 +349,13 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
 
     it('hands the requests of a replica killed mid-work (SIGKILL, no goodbye) to the other replica', async () => {
       // Replica A in a process of its own, killed outright; replica B in this one.
-      const child: ChildProcess = spawn(process.execPath, [CLI, '-c', FIXTURE_YML, 'start', '--broker', threePartitions(), '--log-level', 'warn'], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
+      const child: ChildProcess = spawn(
+        process.execPath,
+        [CLI, '-c', FIXTURE_YML, 'start', '--broker', threePartitions(), '--log-level', 'warn'],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      )
       cleanups.push(() => child.kill('SIGKILL'))
       let output = ''
       child.stdout!.on('data', (d: Buffer) => (output += d))
@@ -358,7 +388,9 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
       expect(answeredBeforeKill).toEqual([])
       expect(answers.every((text) => text.startsWith('B:'))).toBe(true)
       const held = members.map((m) => m.partitions.join('+')).join(' and ')
-      console.info(`Kafka: replica A killed (partitions ${held} between the two); B answered all ${answers.length}, A's share after the group noticed`)
+      console.info(
+        `Kafka: replica A killed (partitions ${held} between the two); B answered all ${answers.length}, A's share after the group noticed`,
+      )
     }, 120_000)
   })
 
@@ -368,9 +400,16 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
       const small = 'tg.response.kafka-small-limit'
       await dropTopicsAndGroups([small], [])
       const admin = kafkaAdmin()
-      await admin.createTopics({ topics: [small], partitions: 1, replicas: 1, configs: [{ name: 'max.message.bytes', value: '1000' }] })
+      await admin.createTopics({
+        topics: [small],
+        partitions: 1,
+        replicas: 1,
+        configs: [{ name: 'max.message.bytes', value: '1000' }],
+      })
       await admin.close()
-      const refused = (await t.publish('response:tg:kafka-small-limit', new Uint8Array(5000), {}).catch((err: unknown) => err)) as ToolbridgeError
+      const refused = (await t
+        .publish('response:tg:kafka-small-limit', new Uint8Array(5000), {})
+        .catch((err: unknown) => err)) as ToolbridgeError
       expect(refused).toBeInstanceOf(ToolbridgeError)
       expect(refused.kind).toBe('too-large')
       expect(refused.retriable).toBe(false)
@@ -379,48 +418,64 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
     })
   })
 
-  describe.skipIf(!trustgraphInstalled())("TrustGraph's own client (trustgraph-base, Kafka backend) calling the bridge", () => {
-    const queues = (id: string) => service(examples, id)
-    const kafka = { backend: 'kafka' as const, bootstrapServers: '127.0.0.1:9092' }
-    let bridge: Runtime
-    beforeAll(async () => {
-      bridge = await startRuntime(examples, settings)
-    })
-    afterAll(async () => {
-      await bridge?.stop()
-    })
-
-    it('gets a single answer from request()', async () => {
-      const [result] = await trustgraphClientCalls(queues('joke-service'), [{ config: { style: 'dad-joke' }, arguments: { topic: 'programming' } }], kafka)
-      expect(result).toEqual({
-        response: "Hey there! Here's a dad-joke for you:\n\nWhy do programmers prefer dark mode? Because light attracts bugs.",
-        error: null,
-        messages: 1,
+  describe.skipIf(!trustgraphInstalled())(
+    "TrustGraph's own client (trustgraph-base, Kafka backend) calling the bridge",
+    () => {
+      const queues = (id: string) => service(examples, id)
+      const kafka = { backend: 'kafka' as const, bootstrapServers: '127.0.0.1:9092' }
+      let bridge: Runtime
+      beforeAll(async () => {
+        bridge = await startRuntime(examples, settings)
       })
-    })
+      afterAll(async () => {
+        await bridge?.stop()
+      })
 
-    it('gets every chunk from request_stream(), the last one ending the stream', async () => {
-      const [result] = await trustgraphClientCalls(
-        queues('story-service'),
-        [{ config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 }, stream: true }],
-        kafka,
-      )
-      expect(result!.error).toBeNull()
-      expect(result!.messages).toBe(4)
-      expect(result!.response).toBe(
-        'Once upon a time, Ada lived in a small town by the sea. ' +
-          'Every morning, Ada looked at the horizon and wondered what lay beyond it. ' +
-          'One day a stranger arrived with a map that nobody in a small town by the sea could read.',
-      )
-    })
+      it('gets a single answer from request()', async () => {
+        const [result] = await trustgraphClientCalls(
+          queues('joke-service'),
+          [{ config: { style: 'dad-joke' }, arguments: { topic: 'programming' } }],
+          kafka,
+        )
+        expect(result).toEqual({
+          response:
+            "Hey there! Here's a dad-joke for you:\n\nWhy do programmers prefer dark mode? Because light attracts bugs.",
+          error: null,
+          messages: 1,
+        })
+      })
 
-    it.runIf(existsSync(CALCULATOR))("decodes error answers into TrustGraph's Error", async () => {
-      const results = await trustgraphClientCalls(queues('calculator-service'), [{ arguments: {} }, { arguments: { expression: '1/0' } }], kafka)
-      expect(results[0]!.error).toEqual({ type: 'invalid-arguments', message: 'invalid arguments: "expression" is required' })
-      expect(results[1]!.error?.type).toBe('tool-service-error')
-      expect(results[1]!.error?.message).toContain('division by zero')
-    })
-  })
+      it('gets every chunk from request_stream(), the last one ending the stream', async () => {
+        const [result] = await trustgraphClientCalls(
+          queues('story-service'),
+          [{ config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 }, stream: true }],
+          kafka,
+        )
+        expect(result!.error).toBeNull()
+        expect(result!.messages).toBe(4)
+        expect(result!.response).toBe(
+          'Once upon a time, Ada lived in a small town by the sea. ' +
+            'Every morning, Ada looked at the horizon and wondered what lay beyond it. ' +
+            'One day a stranger arrived with a map that nobody in a small town by the sea could read.',
+        )
+      })
+
+      it.runIf(existsSync(CALCULATOR))("decodes error answers into TrustGraph's Error", async () => {
+        const results = await trustgraphClientCalls(
+          queues('calculator-service'),
+          [{ arguments: {} }, { arguments: { expression: '1/0' } }],
+          kafka,
+        )
+        expect(results[0]!.error).toEqual({
+          type: 'invalid-arguments',
+          message: 'invalid arguments: "expression" is required',
+        })
+        expect(results[1]!.error?.type).toBe('tool-service-error')
+        expect(results[1]!.error?.message).toContain('division by zero')
+      })
+    },
+  )
 })
 
-if (!trustgraphInstalled()) console.log(`skipping TrustGraph's Kafka client tests: needs TrustGraph's packages (${TRUSTGRAPH_INSTALL})`)
+if (!trustgraphInstalled())
+  console.log(`skipping TrustGraph's Kafka client tests: needs TrustGraph's packages (${TRUSTGRAPH_INSTALL})`)

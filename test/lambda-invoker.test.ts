@@ -16,7 +16,12 @@ import { createBridge, type Bridge } from '../bridge/core/bridge.ts'
 import type { Project } from '../bridge/project/project.ts'
 import { INVOKERS, resolveSettings } from '../bridge/project/settings.ts'
 import type { FunctionTarget, Outcome } from '../bridge/invokers/invoker.ts'
-import { LAMBDA_MAX_REQUEST_BYTES, LambdaInvoker, type LambdaInvokerOptions, type OnLambda } from '../bridge/invokers/lambda.ts'
+import {
+  LAMBDA_MAX_REQUEST_BYTES,
+  LambdaInvoker,
+  type LambdaInvokerOptions,
+  type OnLambda,
+} from '../bridge/invokers/lambda.ts'
 import { LocationInvoker } from '../bridge/invokers/invoker-for-location.ts'
 import { createRetry } from '../bridge/support/retry.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
@@ -44,7 +49,13 @@ const SERVERLESS = {
         id: 'lambda-echo-service',
         topic: 'lambda-echo',
         timeout: 1,
-        tools: [{ name: 'lambda-echo', description: 'Echoes', arguments: [{ name: 'text', type: 'string', description: 'Any text' }] }],
+        tools: [
+          {
+            name: 'lambda-echo',
+            description: 'Echoes',
+            arguments: [{ name: 'text', type: 'string', description: 'Any text' }],
+          },
+        ],
       },
     },
     story: {
@@ -88,7 +99,9 @@ describe('the Lambda function name', () => {
     expect(ECHO.location.lambdaName).toBe('lambda-fixture-test-echo')
     expect(STORY.location.lambdaName).toBe('story-fn')
     const noStage = { ...SERVERLESS, provider: { name: 'aws' } }
-    expect(locatedAt(readToolServices(noStage).find((s) => s.functionName === 'echo')!, 'handler').location.lambdaName).toBe('lambda-fixture-dev-echo')
+    expect(
+      locatedAt(readToolServices(noStage).find((s) => s.functionName === 'echo')!, 'handler').location.lambdaName,
+    ).toBe('lambda-fixture-dev-echo')
   })
 })
 
@@ -100,7 +113,12 @@ describe('settings for the lambda invoker', () => {
   it('uses dummy credentials and us-east-1 for an endpoint when the environment has no credentials', () => {
     const settings = resolveSettings({ invoker: 'lambda', lambdaEndpoint: 'http://localhost:3002' }, {})
     expect(settings.invoker).toBe('lambda')
-    expect(settings.lambda).toStrictEqual({ endpoint: 'http://localhost:3002', region: 'us-east-1', dummyCredentials: true, retryWindowMs: 60_000 })
+    expect(settings.lambda).toStrictEqual({
+      endpoint: 'http://localhost:3002',
+      region: 'us-east-1',
+      dummyCredentials: true,
+      retryWindowMs: 60_000,
+    })
   })
 
   it('leaves AWS to the standard chain without an endpoint, and takes the endpoint from TOOLBRIDGE_LAMBDA_ENDPOINT', () => {
@@ -110,8 +128,15 @@ describe('settings for the lambda invoker', () => {
       dummyCredentials: false,
       retryWindowMs: 60_000,
     })
-    const fromEnv = resolveSettings({}, { TOOLBRIDGE_LAMBDA_ENDPOINT: 'http://127.0.0.1:9', AWS_ACCESS_KEY_ID: 'AKIA', AWS_REGION: 'eu-west-1' })
-    expect(fromEnv.lambda).toMatchObject({ endpoint: 'http://127.0.0.1:9', region: 'eu-west-1', dummyCredentials: false })
+    const fromEnv = resolveSettings(
+      {},
+      { TOOLBRIDGE_LAMBDA_ENDPOINT: 'http://127.0.0.1:9', AWS_ACCESS_KEY_ID: 'AKIA', AWS_REGION: 'eu-west-1' },
+    )
+    expect(fromEnv.lambda).toMatchObject({
+      endpoint: 'http://127.0.0.1:9',
+      region: 'eu-west-1',
+      dummyCredentials: false,
+    })
     expect(resolveSettings({ lambdaRetryWindow: '5' }, {}).lambda.retryWindowMs).toBe(5000)
   })
 
@@ -157,7 +182,10 @@ describe('LambdaInvoker, called directly', () => {
     await invoker.close()
   })
 
-  async function invoke(target: FunctionTarget<OnLambda>, args: Record<string, unknown> = {}): Promise<{ outcome: Outcome; chunks: string[] }> {
+  async function invoke(
+    target: FunctionTarget<OnLambda>,
+    args: Record<string, unknown> = {},
+  ): Promise<{ outcome: Outcome; chunks: string[] }> {
     const chunks: string[] = []
     const outcome = await invoker.invoke({ target, event: event(args), onChunk: (text) => chunks.push(text) })
     return { outcome, chunks }
@@ -198,7 +226,11 @@ describe('LambdaInvoker, called directly', () => {
   })
 
   it('turns a FunctionError into errorType and errorMessage, without the trace', async () => {
-    fake.script(ECHO.location.lambdaName, reply.functionError('TypeError', 'x is undefined'), reply.functionError('Error', 'boom', 'Handled'))
+    fake.script(
+      ECHO.location.lambdaName,
+      reply.functionError('TypeError', 'x is undefined'),
+      reply.functionError('Error', 'boom', 'Handled'),
+    )
     const unhandled = await invoke(ECHO)
     expect(unhandled.outcome).toStrictEqual({ ok: false, kind: 'function-error', message: 'TypeError: x is undefined' })
     expect(JSON.stringify(unhandled.outcome)).not.toContain('secretFrame')
@@ -207,8 +239,16 @@ describe('LambdaInvoker, called directly', () => {
   })
 
   it("keeps the authoring helper's error kinds (invalid arguments, missing config)", async () => {
-    fake.script(ECHO.location.lambdaName, reply.functionError('InvalidArgumentsError', '"text" must be a string'), reply.functionError('MissingConfigError', 'no "style"'))
-    expect((await invoke(ECHO)).outcome).toStrictEqual({ ok: false, kind: 'invalid-arguments', message: '"text" must be a string' })
+    fake.script(
+      ECHO.location.lambdaName,
+      reply.functionError('InvalidArgumentsError', '"text" must be a string'),
+      reply.functionError('MissingConfigError', 'no "style"'),
+    )
+    expect((await invoke(ECHO)).outcome).toStrictEqual({
+      ok: false,
+      kind: 'invalid-arguments',
+      message: '"text" must be a string',
+    })
     expect((await invoke(ECHO)).outcome).toStrictEqual({ ok: false, kind: 'missing-config', message: 'no "style"' })
   })
 
@@ -216,7 +256,10 @@ describe('LambdaInvoker, called directly', () => {
     fake.script(ECHO.location.lambdaName, {
       type: 'payload',
       functionError: 'Unhandled',
-      body: JSON.stringify({ errorType: 'Sandbox.Timedout', errorMessage: 'RequestId: 1 Error: Task timed out after 1.00 seconds' }),
+      body: JSON.stringify({
+        errorType: 'Sandbox.Timedout',
+        errorMessage: 'RequestId: 1 Error: Task timed out after 1.00 seconds',
+      }),
     })
     expect((await invoke(ECHO)).outcome).toMatchObject({ ok: false, kind: 'timeout' })
   })
@@ -225,7 +268,10 @@ describe('LambdaInvoker, called directly', () => {
     fake.script(ECHO.location.lambdaName, {
       type: 'payload',
       functionError: 'Unhandled',
-      body: JSON.stringify({ errorType: 'Function.ResponseSizeTooLarge', errorMessage: 'Response payload size exceeded maximum allowed payload size (6291556 bytes).' }),
+      body: JSON.stringify({
+        errorType: 'Function.ResponseSizeTooLarge',
+        errorMessage: 'Response payload size exceeded maximum allowed payload size (6291556 bytes).',
+      }),
     })
     expect((await invoke(ECHO)).outcome).toMatchObject({ ok: false, kind: 'too-large' })
   })
@@ -306,13 +352,20 @@ describe('LambdaInvoker, called directly', () => {
   it('times out a call that outlives the function timeout, without retrying it', async () => {
     fake.script(ECHO.location.lambdaName, reply.hang())
     const { outcome } = await invoke({ ...ECHO, timeoutMs: 200 })
-    expect(outcome).toStrictEqual({ ok: false, kind: 'timeout', message: 'function "lambda-fixture-test-echo" timed out after 200 ms' })
+    expect(outcome).toStrictEqual({
+      ok: false,
+      kind: 'timeout',
+      message: 'function "lambda-fixture-test-echo" timed out after 200 ms',
+    })
     expect(fake.calls).toHaveLength(1)
   })
 
   it('streams: InvokeWithResponseStream, each PayloadChunk handed on as it arrives', async () => {
     const chunks: string[] = []
-    fake.script(STORY.location.lambdaName, reply.stream(['Once ', 'upon ', () => until(() => chunks.length === 2), 'a time.']))
+    fake.script(
+      STORY.location.lambdaName,
+      reply.stream(['Once ', 'upon ', () => until(() => chunks.length === 2), 'a time.']),
+    )
     const outcome = await invoker.invoke({ target: STORY, event: event(), onChunk: (text) => chunks.push(text) })
     expect(outcome).toStrictEqual({ ok: true, text: '' })
     expect(chunks).toStrictEqual(['Once ', 'upon ', 'a time.'])
@@ -321,7 +374,10 @@ describe('LambdaInvoker, called directly', () => {
 
   it('streams a character split across two PayloadChunks whole', async () => {
     const bytes = Buffer.from('é…')
-    fake.script(STORY.location.lambdaName, reply.stream([bytes.subarray(0, 1), bytes.subarray(1, 3), bytes.subarray(3)]))
+    fake.script(
+      STORY.location.lambdaName,
+      reply.stream([bytes.subarray(0, 1), bytes.subarray(1, 3), bytes.subarray(3)]),
+    )
     const { outcome, chunks } = await invoke(STORY)
     expect(outcome.ok).toBe(true)
     expect(chunks.join('')).toBe('é…')
@@ -335,7 +391,11 @@ describe('LambdaInvoker, called directly', () => {
   })
 
   it('reads ErrorDetails given as Lambda error JSON, dropping its trace', async () => {
-    const details = JSON.stringify({ errorType: 'RangeError', errorMessage: 'too far', trace: ['RangeError: too far', '    at secretFrame'] })
+    const details = JSON.stringify({
+      errorType: 'RangeError',
+      errorMessage: 'too far',
+      trace: ['RangeError: too far', '    at secretFrame'],
+    })
     fake.script(STORY.location.lambdaName, reply.stream(['x'], { code: 'Unhandled', details }))
     const { outcome } = await invoke(STORY)
     expect(outcome).toStrictEqual({ ok: false, kind: 'function-error', message: 'RangeError: too far' })
@@ -352,7 +412,11 @@ describe('LambdaInvoker, called directly', () => {
   it('never retries a stream that broke off after chunks went out', async () => {
     const chunks: string[] = []
     // The connection drops once the first chunk has been handed on.
-    fake.script(STORY.location.lambdaName, { type: 'stream', steps: ['half ', () => until(() => chunks.length === 1)], complete: false }, reply.stream(['whole']))
+    fake.script(
+      STORY.location.lambdaName,
+      { type: 'stream', steps: ['half ', () => until(() => chunks.length === 1)], complete: false },
+      reply.stream(['whole']),
+    )
     const outcome = await invoker.invoke({ target: STORY, event: event(), onChunk: (text) => chunks.push(text) })
     expect(chunks).toStrictEqual(['half '])
     expect(outcome).toMatchObject({ ok: false, kind: 'unavailable' })
@@ -370,7 +434,9 @@ describe('LambdaInvoker, called directly', () => {
   it('falls back to Invoke, for good, on an endpoint without InvokeWithResponseStream (serverless-offline)', async () => {
     const offline = new LambdaInvoker(options())
     try {
-      fake.script(STORY.location.lambdaName, (call) => (call.streaming ? reply.notFound() : reply.result('the whole story')))
+      fake.script(STORY.location.lambdaName, (call) =>
+        call.streaming ? reply.notFound() : reply.result('the whole story'),
+      )
       const chunks: string[] = []
       const first = await offline.invoke({ target: STORY, event: event(), onChunk: (text) => chunks.push(text) })
       expect(first).toStrictEqual({ ok: true, text: 'the whole story' })
@@ -445,7 +511,9 @@ describe('the bridge with the lambda invoker, on the embedded broker', () => {
   })
 
   async function request(spec: ToolServiceSpec, args: Record<string, unknown> = {}, id = randomUUID()) {
-    await client.publish(spec.requestQueue, encodeRequest({ user: 'alice', config: {}, arguments: args }), { [ID_PROPERTY]: id })
+    await client.publish(spec.requestQueue, encodeRequest({ user: 'alice', config: {}, arguments: args }), {
+      [ID_PROPERTY]: id,
+    })
     return taps.get(spec.id)!.ended(id)
   }
 
@@ -456,7 +524,11 @@ describe('the bridge with the lambda invoker, on the embedded broker', () => {
 
   it('answers with the string result in one message', async () => {
     fake.script(ECHO.location.lambdaName, reply.result('Hey alice'))
-    expect(only(await request(ECHO, { text: 'hi' }))).toStrictEqual({ error: null, response: 'Hey alice', end_of_stream: true })
+    expect(only(await request(ECHO, { text: 'hi' }))).toStrictEqual({
+      error: null,
+      response: 'Hey alice',
+      end_of_stream: true,
+    })
     expect(JSON.parse(fake.calls[0]!.payload.toString())).toStrictEqual(event({ text: 'hi' }))
   })
 
@@ -478,7 +550,10 @@ describe('the bridge with the lambda invoker, on the embedded broker', () => {
 
   it('sends invalid arguments reported by the function with their own type', async () => {
     fake.script(ECHO.location.lambdaName, reply.functionError('InvalidArgumentsError', '"text" must be a string'))
-    expect(only(await request(ECHO)).error).toStrictEqual({ type: 'invalid-arguments', message: '"text" must be a string' })
+    expect(only(await request(ECHO)).error).toStrictEqual({
+      type: 'invalid-arguments',
+      message: '"text" must be a string',
+    })
   })
 
   it('retries throttling, then answers', async () => {
@@ -518,7 +593,10 @@ describe('the bridge with the lambda invoker, on the embedded broker', () => {
     const id = randomUUID()
     const tap = taps.get(STORY.id)!
     // The fake holds back the rest until the first two chunks are on the response queue.
-    fake.script(STORY.location.lambdaName, reply.stream(['Once ', 'upon ', () => until(() => tap.messages(id).length === 2), 'a time.']))
+    fake.script(
+      STORY.location.lambdaName,
+      reply.stream(['Once ', 'upon ', () => until(() => tap.messages(id).length === 2), 'a time.']),
+    )
     const messages = await request(STORY, {}, id)
     expect(messages.map((m) => m.response)).toStrictEqual([
       { error: null, response: 'Once ', end_of_stream: false },
@@ -553,7 +631,10 @@ describe('the bridge refuses a request over 6 MB for Lambda', () => {
     const broker = new MemoryBroker()
     bridge = createBridge({
       transport: new RoomyTransport(broker),
-      invoker: new LocationInvoker({ settings: resolveSettings({ invoker: 'lambda', lambdaEndpoint: fake.url }, {}), baseDir: ROOT }),
+      invoker: new LocationInvoker({
+        settings: resolveSettings({ invoker: 'lambda', lambdaEndpoint: fake.url }, {}),
+        baseDir: ROOT,
+      }),
       services: [ECHO],
     })
     await bridge.start()
@@ -589,12 +670,28 @@ describe('toolbridge invoke --invoker lambda --lambda-endpoint', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
   it('calls the function on the endpoint with no AWS credentials in the environment', async () => {
-    fake.script(ECHO.location.lambdaName, (call) => reply.result(`you said ${JSON.parse(call.payload.toString()).arguments.text}`))
-    const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_') && !key.startsWith('AWS_')))
+    fake.script(ECHO.location.lambdaName, (call) =>
+      reply.result(`you said ${JSON.parse(call.payload.toString()).arguments.text}`),
+    )
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_') && !key.startsWith('AWS_')),
+    )
     const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       execFile(
         process.execPath,
-        [join(ROOT, 'bridge/cli/main.ts'), '-c', join(dir, 'serverless.yml'), 'invoke', 'lambda-echo', '-a', 'text=hello', '--invoker', 'lambda', '--lambda-endpoint', fake.url],
+        [
+          join(ROOT, 'bridge/cli/main.ts'),
+          '-c',
+          join(dir, 'serverless.yml'),
+          'invoke',
+          'lambda-echo',
+          '-a',
+          'text=hello',
+          '--invoker',
+          'lambda',
+          '--lambda-endpoint',
+          fake.url,
+        ],
         { env: { ...env, AWS_EC2_METADATA_DISABLED: 'true' }, timeout: 30_000 },
         (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
       )

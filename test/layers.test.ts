@@ -102,13 +102,17 @@ describe('the dependency rule', () => {
   })
 
   it('refuses the imports the rule forbids', () => {
-    expect(violation('bridge/project/settings.ts', 'bridge/invokers/local.ts')).toBe('bridge/invokers is above bridge/project')
+    expect(violation('bridge/project/settings.ts', 'bridge/invokers/local.ts')).toBe(
+      'bridge/invokers is above bridge/project',
+    )
     expect(violation('bridge/invokers/http.ts', 'bridge/transports/transport.ts')).toBe(
       'bridge/invokers and bridge/transports are on one layer',
     )
     expect(violation('bridge/support/metrics.ts', 'bridge/core/bridge.ts')).toBe('bridge/core is above bridge/support')
     expect(violation('shared/protocol.ts', 'bridge/support/logger.ts')).toBe('bridge/support is above shared')
-    expect(violation('lib/pulsar-client/client.ts', 'shared/errors.ts')).toBe('lib/pulsar-client imports only lib/pulsar-client')
+    expect(violation('lib/pulsar-client/client.ts', 'shared/errors.ts')).toBe(
+      'lib/pulsar-client imports only lib/pulsar-client',
+    )
     expect(violation('functions/joke/handler.ts', 'bridge/runtime.ts')).toBe('functions imports only functions, shared')
     expect(violation('bridge/core/bridge.ts', 'lib/pulsar-client/index.ts')).toBe(
       'lib/pulsar-client/index.ts is imported only by the places the rule names',

@@ -24,7 +24,13 @@ process.env.AWS_EC2_METADATA_DISABLED = 'true' // the SDK never looks for creden
 
 const ARN = 'arn:aws:lambda:eu-west-1:000000000000:function:partner-weather'
 
-const toolService = (id: string, extra: object = {}) => ({ id, topic: id, timeout: 5, tools: [{ name: `${id}-tool`, description: 'A tool' }], ...extra })
+const toolService = (id: string, extra: object = {}) => ({
+  id,
+  topic: id,
+  timeout: 5,
+  tools: [{ name: `${id}-tool`, description: 'A tool' }],
+  ...extra,
+})
 
 /** One function of each kind: its own (`handler:`), someone else's Lambda (`function:`), an HTTP function (`url:`). */
 function serverless(url: string) {
@@ -46,23 +52,43 @@ describe('reading where a function runs', () => {
   const locationOf = (functionName: string) => specs.find((s) => s.functionName === functionName)?.location
 
   it('a function with a handler: runs that handler, or its deployed Lambda function', () => {
-    expect(locationOf('where')).toStrictEqual({ kind: 'handler', handler: 'where.handler', lambdaName: 'places-test-where' })
+    expect(locationOf('where')).toStrictEqual({
+      kind: 'handler',
+      handler: 'where.handler',
+      lambdaName: 'places-test-where',
+    })
   })
 
   it('custom.toolServices with function: is a Lambda function, its region from the ARN', () => {
-    expect(locationOf('partner')).toStrictEqual({ kind: 'lambda', lambdaName: ARN, region: 'eu-west-1', role: 'arn:aws:iam::000000000000:role/caller' })
+    expect(locationOf('partner')).toStrictEqual({
+      kind: 'lambda',
+      lambdaName: ARN,
+      region: 'eu-west-1',
+      role: 'arn:aws:iam::000000000000:role/caller',
+    })
   })
 
   it('custom.toolServices with url: is an HTTP function, POST by default', () => {
-    expect(locationOf('remote')).toStrictEqual({ kind: 'http', url: 'http://127.0.0.1:9/fn', method: 'POST', headers: { 'x-team': 'blue' }, headersFromEnv: {} })
+    expect(locationOf('remote')).toStrictEqual({
+      kind: 'http',
+      url: 'http://127.0.0.1:9/fn',
+      method: 'POST',
+      headers: { 'x-team': 'blue' },
+      headersFromEnv: {},
+    })
   })
 
   it('refuses an entry with both function: and url:, or neither', () => {
-    const both = { ...serverless('http://x'), custom: { toolServices: { twice: toolService('twice', { function: 'f', url: 'http://x' }) } } }
+    const both = {
+      ...serverless('http://x'),
+      custom: { toolServices: { twice: toolService('twice', { function: 'f', url: 'http://x' }) } },
+    }
     const neither = { ...serverless('http://x'), custom: { toolServices: { nowhere: toolService('nowhere') } } }
     for (const doc of [both, neither]) {
       expect(() => readToolServices(doc)).toThrow(ConfigError)
-      expect(() => readToolServices(doc)).toThrow(/custom\.toolServices\.(twice|nowhere): give either "function" .* or "url", not both or neither/)
+      expect(() => readToolServices(doc)).toThrow(
+        /custom\.toolServices\.(twice|nowhere): give either "function" .* or "url", not both or neither/,
+      )
     }
   })
 
@@ -84,7 +110,10 @@ describe('each location reaches its own invoker', () => {
   beforeAll(async () => {
     // The handler says which thread ran it: in process, the main thread; with `--invoker local`, a worker.
     dir = mkdtempSync(join(tmpdir(), 'toolbridge-locations-'))
-    writeFileSync(join(dir, 'where.mjs'), "import { isMainThread } from 'node:worker_threads'\nexport const handler = async () => (isMainThread ? 'main thread' : 'worker thread')\n")
+    writeFileSync(
+      join(dir, 'where.mjs'),
+      "import { isMainThread } from 'node:worker_threads'\nexport const handler = async () => (isMainThread ? 'main thread' : 'worker thread')\n",
+    )
     fake = await FakeLambda.start()
     server = createServer((req, res) => {
       httpCalls.push(`${req.method} ${req.url}`)
@@ -106,7 +135,10 @@ describe('each location reaches its own invoker', () => {
   })
 
   async function withInvoker<T>(flags: SettingFlags, use: (invoker: LocationInvoker) => Promise<T>): Promise<T> {
-    const invoker = new LocationInvoker({ settings: resolveSettings({ lambdaEndpoint: fake.url, ...flags }, {}), baseDir: dir })
+    const invoker = new LocationInvoker({
+      settings: resolveSettings({ lambdaEndpoint: fake.url, ...flags }, {}),
+      baseDir: dir,
+    })
     try {
       return await use(invoker)
     } finally {
@@ -115,11 +147,21 @@ describe('each location reaches its own invoker', () => {
   }
 
   const call = (invoker: LocationInvoker, functionName: string): Promise<Outcome> =>
-    invoker.invoke({ target: spec(functionName), event: { user: 'alice', config: {}, arguments: {} }, onChunk: () => {} })
+    invoker.invoke({
+      target: spec(functionName),
+      event: { user: 'alice', config: {}, arguments: {} },
+      onChunk: () => {},
+    })
 
   it('a handler runs in process with --invoker in-process, in a worker thread with --invoker local', async () => {
-    expect(await withInvoker({ invoker: 'in-process' }, (invoker) => call(invoker, 'where'))).toStrictEqual({ ok: true, text: 'main thread' })
-    expect(await withInvoker({ invoker: 'local' }, (invoker) => call(invoker, 'where'))).toStrictEqual({ ok: true, text: 'worker thread' })
+    expect(await withInvoker({ invoker: 'in-process' }, (invoker) => call(invoker, 'where'))).toStrictEqual({
+      ok: true,
+      text: 'main thread',
+    })
+    expect(await withInvoker({ invoker: 'local' }, (invoker) => call(invoker, 'where'))).toStrictEqual({
+      ok: true,
+      text: 'worker thread',
+    })
     expect(fake.calls).toHaveLength(0)
   })
 
@@ -177,8 +219,11 @@ describe('invokers are loaded when a function needs them', () => {
       console.log(JSON.stringify(resolved.some((url) => url.includes('@aws-sdk'))))
     `
     return new Promise((resolve, reject) => {
-      execFile(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, AWS_EC2_METADATA_DISABLED: 'true' }, timeout: 30_000 }, (error, stdout) =>
-        error ? reject(error) : resolve(JSON.parse(stdout) as boolean),
+      execFile(
+        process.execPath,
+        ['--input-type=module', '-e', script],
+        { env: { ...process.env, AWS_EC2_METADATA_DISABLED: 'true' }, timeout: 30_000 },
+        (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout) as boolean)),
       )
     })
   }

@@ -12,7 +12,12 @@ import { defineToolService, type Declarations } from '../shared/handler.ts'
 
 describe('inputSchema', () => {
   it('gives every accepted type its JSON Schema, required ones listed', () => {
-    const args = ARGUMENT_TYPES.map((type, i) => ({ name: `a${i}`, type, description: `an ${type}`, required: i % 2 === 0 }))
+    const args = ARGUMENT_TYPES.map((type, i) => ({
+      name: `a${i}`,
+      type,
+      description: `an ${type}`,
+      required: i % 2 === 0,
+    }))
     expect(inputSchema(args)).toEqual({
       type: 'object',
       properties: {
@@ -33,7 +38,11 @@ describe('inputSchema', () => {
 })
 
 describe('a bad value gets the same message from the bridge, the gateways and defineToolService', () => {
-  const declarations: Declarations = { n: { type: 'integer', required: true }, tags: { type: 'array' }, opts: { type: 'object' } }
+  const declarations: Declarations = {
+    n: { type: 'integer', required: true },
+    tags: { type: 'array' },
+    opts: { type: 'object' },
+  }
   const rules = Object.entries(declarations).map(([name, d]) => ({ name, type: d.type, required: d.required ?? false }))
   const [spec] = readToolServices({
     functions: {
@@ -51,7 +60,11 @@ describe('a bad value gets the same message from the bridge, the gateways and de
   const handler = defineToolService({ arguments: declarations, handler: () => 'ok' })
 
   for (const [label, args, message] of [
-    ['a string that is not an integer', { n: '1.5' }, 'invalid arguments: "n" must be an integer, got the string "1.5"'],
+    [
+      'a string that is not an integer',
+      { n: '1.5' },
+      'invalid arguments: "n" must be an integer, got the string "1.5"',
+    ],
     ['a missing required argument', { tags: [] }, 'invalid arguments: "n" is required'],
     [
       'an object for an array and a string for an object',
@@ -61,7 +74,11 @@ describe('a bad value gets the same message from the bridge, the gateways and de
   ] as const) {
     it(`for ${label}`, async () => {
       expect(checkArguments(args, rules)).toMatchObject({ ok: false, message })
-      expect(bridgeCheck({ user: '', config: {}, arguments: { ...args } })).toEqual({ ok: false, kind: 'invalid-arguments', message })
+      expect(bridgeCheck({ user: '', config: {}, arguments: { ...args } })).toEqual({
+        ok: false,
+        kind: 'invalid-arguments',
+        message,
+      })
       await expect(handler({ config: '{}', arguments: JSON.stringify(args) }, undefined)).rejects.toThrow(message)
     })
   }
@@ -69,7 +86,10 @@ describe('a bad value gets the same message from the bridge, the gateways and de
   it('and converts the same way everywhere: "42" for an integer is 42', async () => {
     const echo = defineToolService({ arguments: declarations, handler: ({ arguments: a }) => a.n })
     expect(await echo({ arguments: '{"n": "42"}' }, undefined)).toBe(42)
-    expect(bridgeCheck({ user: '', config: {}, arguments: { n: '42' } })).toMatchObject({ ok: true, request: { arguments: { n: 42 } } })
+    expect(bridgeCheck({ user: '', config: {}, arguments: { n: '42' } })).toMatchObject({
+      ok: true,
+      request: { arguments: { n: 42 } },
+    })
   })
 })
 

@@ -29,11 +29,16 @@ function mcpInstalled(): boolean {
 
 const ready = trustgraphInstalled() && mcpInstalled()
 if (!ready) {
-  console.log(`skipping MCP interop tests: needs TrustGraph's packages with the \`mcp\` package (${TRUSTGRAPH_INSTALL}, then ${TRUSTGRAPH_VENV}/bin/pip install mcp)`)
+  console.log(
+    `skipping MCP interop tests: needs TrustGraph's packages with the \`mcp\` package (${TRUSTGRAPH_INSTALL}, then ${TRUSTGRAPH_VENV}/bin/pip install mcp)`,
+  )
 }
 
 /** Runs the calls through TrustGraph's MCP tool service, in order. */
-function trustgraphMcpCalls(mcp: unknown, calls: { name: string; parameters?: Record<string, unknown> }[]): Promise<{ output?: unknown; error?: string }[]> {
+function trustgraphMcpCalls(
+  mcp: unknown,
+  calls: { name: string; parameters?: Record<string, unknown> }[],
+): Promise<{ output?: unknown; error?: string }[]> {
   return new Promise((resolve, reject) => {
     const child = spawn(PYTHON, [SCRIPT, '--mcp', JSON.stringify(mcp)])
     let stdout = ''
@@ -43,7 +48,12 @@ function trustgraphMcpCalls(mcp: unknown, calls: { name: string; parameters?: Re
     child.on('error', reject)
     child.on('close', (code) => {
       if (code !== 0) return reject(new Error(`tg_mcp_tool.py exited ${code}: ${stderr.slice(-2000)}`))
-      resolve(stdout.trim().split('\n').map((line) => JSON.parse(line) as { output?: unknown; error?: string }))
+      resolve(
+        stdout
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as { output?: unknown; error?: string }),
+      )
     })
     child.stdin.end(calls.map((c) => JSON.stringify(c)).join('\n') + '\n')
   })
@@ -53,11 +63,17 @@ describe.skipIf(!ready)("TrustGraph's MCP tool service calling /mcp", () => {
   let runtime: Runtime
   let mcp: Record<string, { 'remote-name': string; url: string; 'auth-token'?: string }>
   beforeAll(async () => {
-    runtime = await startRuntime(loadProject('serverless.yml'), resolveSettings({ port: '0', invoker: 'in-process', mcpToken: 'interop-token' }, {}))
+    runtime = await startRuntime(
+      loadProject('serverless.yml'),
+      resolveSettings({ port: '0', invoker: 'in-process', mcpToken: 'interop-token' }, {}),
+    )
     const url = `${runtime.gateway!.url}/mcp`
     const printed = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['bridge/cli/main.ts', 'descriptors', '--mcp-url', url, '--mcp-token', 'interop-token'], { cwd: ROOT }, (err, stdout) =>
-        err ? reject(err) : resolve(stdout),
+      execFile(
+        process.execPath,
+        ['bridge/cli/main.ts', 'descriptors', '--mcp-url', url, '--mcp-token', 'interop-token'],
+        { cwd: ROOT },
+        (err, stdout) => (err ? reject(err) : resolve(stdout)),
       ),
     )
     mcp = (JSON.parse(printed) as { mcp: typeof mcp }).mcp
@@ -75,13 +91,20 @@ describe.skipIf(!ready)("TrustGraph's MCP tool service calling /mcp", () => {
     expect(results).toEqual([
       { output: "Hey there! Here's a pun for you:\n\nI used to play piano by ear, but now I use my hands." },
       { output: '7' },
-      { output: 'Once upon a time, Ada lived in a small town by the sea. Every morning, Ada looked at the horizon and wondered what lay beyond it.' },
+      {
+        output:
+          'Once upon a time, Ada lived in a small town by the sea. Every morning, Ada looked at the horizon and wondered what lay beyond it.',
+      },
     ])
   })
 
   it('gets the error text of a refused call as its output, as TrustGraph hands MCP tool errors to the agent', async () => {
-    const [result] = await trustgraphMcpCalls(mcp, [{ name: 'tell-story', parameters: { hero: 'Ada', sentences: 'many' } }])
-    expect(result).toEqual({ output: 'invalid-arguments: invalid arguments: "sentences" must be an integer, got the string "many"' })
+    const [result] = await trustgraphMcpCalls(mcp, [
+      { name: 'tell-story', parameters: { hero: 'Ada', sentences: 'many' } },
+    ])
+    expect(result).toEqual({
+      output: 'invalid-arguments: invalid arguments: "sentences" must be an integer, got the string "many"',
+    })
   })
 
   it('is refused without the right token', async () => {

@@ -17,7 +17,11 @@ import { resolveSettings } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
-const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_'))) as Record<string, string>
+const cleanEnv = () =>
+  Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_'))) as Record<
+    string,
+    string
+  >
 
 async function connect(url: string, headers: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: 'toolbridge-test', version: '1' })
@@ -25,7 +29,8 @@ async function connect(url: string, headers: Record<string, string> = {}): Promi
   return client
 }
 
-const textOf = (result: unknown) => (result as CallToolResult).content.map((c) => (c.type === 'text' ? c.text : '')).join('')
+const textOf = (result: unknown) =>
+  (result as CallToolResult).content.map((c) => (c.type === 'text' ? c.text : '')).join('')
 
 describe('MCP over Streamable HTTP at /mcp, with the example tools', () => {
   const project = loadProject('serverless.yml')
@@ -63,13 +68,24 @@ describe('MCP over Streamable HTTP at /mcp, with the example tools', () => {
 
   it('lists what `descriptors --mcp-url` promises: each mcp entry names a tool whose schema has the mcp-tool arguments', async () => {
     const printed = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['bridge/cli/main.ts', 'descriptors', '--mcp-url', `${runtime.gateway!.url}/mcp`], { cwd: ROOT, env: cleanEnv() }, (err, stdout) =>
-        err ? reject(err) : resolve(stdout),
+      execFile(
+        process.execPath,
+        ['bridge/cli/main.ts', 'descriptors', '--mcp-url', `${runtime.gateway!.url}/mcp`],
+        { cwd: ROOT, env: cleanEnv() },
+        (err, stdout) => (err ? reject(err) : resolve(stdout)),
       ),
     )
     const { mcp, tool } = JSON.parse(printed) as {
       mcp: Record<string, { 'remote-name': string; url: string }>
-      tool: Record<string, { type: string; name: string; 'mcp-tool'?: string; arguments: { name: string; type: string; description: string }[] }>
+      tool: Record<
+        string,
+        {
+          type: string
+          name: string
+          'mcp-tool'?: string
+          arguments: { name: string; type: string; description: string }[]
+        }
+      >
     }
     const listed = new Map((await client.listTools()).tools.map((t) => [t.name, t]))
     const mcpTools = Object.values(tool).filter((t) => t.type === 'mcp-tool')
@@ -77,8 +93,12 @@ describe('MCP over Streamable HTTP at /mcp, with the example tools', () => {
     for (const descriptor of mcpTools) {
       const entry = mcp[descriptor['mcp-tool']!]!
       expect(entry.url).toBe(`${runtime.gateway!.url}/mcp`)
-      const schema = listed.get(entry['remote-name'])!.inputSchema as { properties: Record<string, { type: string; description: string }> }
-      expect(descriptor.arguments).toEqual(Object.entries(schema.properties).map(([name, p]) => ({ name, type: p.type, description: p.description })))
+      const schema = listed.get(entry['remote-name'])!.inputSchema as {
+        properties: Record<string, { type: string; description: string }>
+      }
+      expect(descriptor.arguments).toEqual(
+        Object.entries(schema.properties).map(([name, p]) => ({ name, type: p.type, description: p.description })),
+      )
     }
   })
 
@@ -89,7 +109,9 @@ describe('MCP over Streamable HTTP at /mcp, with the example tools', () => {
   })
 
   it('calls calculate', async () => {
-    expect(textOf(await client.callTool({ name: 'calculate', arguments: { expression: '(1/3 + 0.25) * 12' } }))).toBe('7')
+    expect(textOf(await client.callTool({ name: 'calculate', arguments: { expression: '(1/3 + 0.25) * 12' } }))).toBe(
+      '7',
+    )
   })
 
   it('joins the chunks of the streaming tell-story, and sends each as a progress notification when asked', async () => {
@@ -113,20 +135,29 @@ describe('MCP over Streamable HTTP at /mcp, with the example tools', () => {
     const story = project.services.find((s) => s.id === 'story-service')!
     const direct = new RequestClient(await runtime.connectClient(), story)
     await direct.start()
-    const error = await direct.call({ config: { pace: 20 }, arguments: { hero: 'Ada', sentences: 'many' } }).catch((e: unknown) => e)
+    const error = await direct
+      .call({ config: { pace: 20 }, arguments: { hero: 'Ada', sentences: 'many' } })
+      .catch((e: unknown) => e)
     await direct.close()
     expect(error).toBeInstanceOf(ToolCallError)
     expect(textOf(result)).toBe(`invalid-arguments: ${(error as ToolCallError).message}`)
-    expect(textOf(result)).toBe('invalid-arguments: invalid arguments: "sentences" must be an integer, got the string "many"')
+    expect(textOf(result)).toBe(
+      'invalid-arguments: invalid arguments: "sentences" must be an integer, got the string "many"',
+    )
   })
 
   it('answers a missing required argument as a tool error the model can read', async () => {
     const result = await client.callTool({ name: 'tell-joke', arguments: {} })
-    expect(result).toMatchObject({ isError: true, content: [{ type: 'text', text: 'invalid-arguments: invalid arguments: "topic" is required' }] })
+    expect(result).toMatchObject({
+      isError: true,
+      content: [{ type: 'text', text: 'invalid-arguments: invalid arguments: "topic" is required' }],
+    })
   })
 
   it('refuses an unknown tool with an MCP invalid-params error', async () => {
-    await expect(client.callTool({ name: 'no-such-tool', arguments: {} })).rejects.toThrow(/unknown tool "no-such-tool"/)
+    await expect(client.callTool({ name: 'no-such-tool', arguments: {} })).rejects.toThrow(
+      /unknown tool "no-such-tool"/,
+    )
   })
 
   it('answers GET with 405: the endpoint is stateless', async () => {
@@ -140,7 +171,10 @@ describe('MCP with tools that take no arguments and tools that fail', () => {
   let runtime: Runtime
   let client: Client
   beforeAll(async () => {
-    runtime = await startRuntime(loadProject('test/fixtures/faults/serverless.yml'), resolveSettings({ port: '0', invoker: 'in-process' }, {}))
+    runtime = await startRuntime(
+      loadProject('test/fixtures/faults/serverless.yml'),
+      resolveSettings({ port: '0', invoker: 'in-process' }, {}),
+    )
     client = await connect(`${runtime.gateway!.url}/mcp`)
   })
   afterAll(async () => {
@@ -165,7 +199,10 @@ describe('MCP with a bearer token', () => {
   let runtime: Runtime
   let url: string
   beforeAll(async () => {
-    runtime = await startRuntime(loadProject('serverless.yml'), resolveSettings({ port: '0', invoker: 'in-process', mcpToken: 's3cret' }, {}))
+    runtime = await startRuntime(
+      loadProject('serverless.yml'),
+      resolveSettings({ port: '0', invoker: 'in-process', mcpToken: 's3cret' }, {}),
+    )
     url = `${runtime.gateway!.url}/mcp`
   })
   afterAll(async () => {
@@ -176,7 +213,11 @@ describe('MCP with a bearer token', () => {
     for (const authorization of [undefined, 'Bearer wrong', 's3cret']) {
       const res = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(authorization ? { authorization } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...(authorization ? { authorization } : {}),
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
       })
       expect(res.status).toBe(401)
@@ -204,7 +245,13 @@ describe('toolbridge mcp (stdio)', () => {
   beforeAll(async () => {
     client = new Client({ name: 'toolbridge-test', version: '1' })
     await client.connect(
-      new StdioClientTransport({ command: process.execPath, args: ['bridge/cli/main.ts', 'mcp', '--invoker', 'in-process'], cwd: ROOT, env: cleanEnv(), stderr: 'pipe' }),
+      new StdioClientTransport({
+        command: process.execPath,
+        args: ['bridge/cli/main.ts', 'mcp', '--invoker', 'in-process'],
+        cwd: ROOT,
+        env: cleanEnv(),
+        stderr: 'pipe',
+      }),
     )
   })
   afterAll(async () => {

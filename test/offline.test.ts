@@ -51,7 +51,9 @@ describe('the example functions under serverless-offline', () => {
 
   beforeAll(async () => {
     offline = await startOffline()
-    console.log(`serverless-offline listened ${Math.round(offline.startupMs)} ms after \`sls offline start\` (bundling included)`)
+    console.log(
+      `serverless-offline listened ${Math.round(offline.startupMs)} ms after \`sls offline start\` (bundling included)`,
+    )
   })
   afterAll(async () => {
     await offline?.stop()
@@ -104,7 +106,10 @@ describe('the example functions under serverless-offline', () => {
   it("an error's name survives as errorType (what the bridge maps to a wire error type)", async () => {
     const { headers, body } = await invoke('toolbridge-joke', { user: 'alice', config: {}, arguments: {} })
     expect(headers.get('x-amz-function-error')).toBe('Unhandled')
-    expect(body).toMatchObject({ errorMessage: 'invalid arguments: "topic" is required', errorType: 'InvalidArgumentsError' })
+    expect(body).toMatchObject({
+      errorMessage: 'invalid arguments: "topic" is required',
+      errorType: 'InvalidArgumentsError',
+    })
   })
 
   it('an unknown function is 404 ResourceNotFoundException', async () => {
@@ -156,11 +161,17 @@ describe('npm run package', () => {
   })
 
   it('names the functions, handlers and runtime in the CloudFormation template as on serverless-offline', async () => {
-    const template = JSON.parse(await readFile(join(PACKAGE_DIR, 'cloudformation-template-update-stack.json'), 'utf8')) as {
+    const template = JSON.parse(
+      await readFile(join(PACKAGE_DIR, 'cloudformation-template-update-stack.json'), 'utf8'),
+    ) as {
       Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>
     }
     const lambdas = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function')
-    expect(lambdas.map((l) => l.Properties.FunctionName).sort()).toEqual(Object.values(functions).map((f) => f.name).sort())
+    expect(lambdas.map((l) => l.Properties.FunctionName).sort()).toEqual(
+      Object.values(functions)
+        .map((f) => f.name)
+        .sort(),
+    )
     for (const fn of Object.values(functions)) {
       const lambda = lambdas.find((l) => l.Properties.FunctionName === fn.name)!
       expect(lambda.Properties).toMatchObject({ Handler: fn.handler, Runtime: 'nodejs24.x' })
@@ -190,7 +201,9 @@ describe('configuration validation', () => {
     })
     expect(declared).toHaveLength(1)
     expect(declared[0]).toMatchObject({ provider: 'aws' })
-    expect((declared[0] as { schema: { properties: { toolService: unknown } } }).schema.properties.toolService).toBe(toolServiceSchema)
+    expect((declared[0] as { schema: { properties: { toolService: unknown } } }).schema.properties.toolService).toBe(
+      toolServiceSchema,
+    )
   })
 
   it('is on for serverless.yml: `sls print` refuses a typo in toolService, or a bad value, and accepts the original', async () => {
@@ -234,6 +247,8 @@ describe('configuration validation', () => {
     expect(typo.code, typo.output).not.toBe(0)
     expect(typo.output).toContain("Configuration error at 'functions.joke.toolService': unrecognized property 'topc'")
     expect(badValue.code, badValue.output).not.toBe(0)
-    expect(badValue.output).toMatch(/Configuration error at 'functions\.story\.toolService\.response': must be equal to one of the allowed values/)
+    expect(badValue.output).toMatch(
+      /Configuration error at 'functions\.story\.toolService\.response': must be equal to one of the allowed values/,
+    )
   }, 120_000)
 })

@@ -47,7 +47,9 @@ describe('health, readiness and metrics', () => {
     await story.call({ config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 } }, { onChunk: () => {} })
     // Not even JSON: no tool can be told, still counted.
     const transport = await runtime.connectClient()
-    await transport.publish(service('joke-service').requestQueue, new TextEncoder().encode('{'), { [ID_PROPERTY]: 'garbage' })
+    await transport.publish(service('joke-service').requestQueue, new TextEncoder().encode('{'), {
+      [ID_PROPERTY]: 'garbage',
+    })
   })
   afterAll(() => runtime?.stop())
 
@@ -67,7 +69,9 @@ describe('health, readiness and metrics', () => {
     expect(sample(text, 'toolbridge_requests_total{service="joke-service",tool=""}')).toBe(1)
     expect(sample(text, 'toolbridge_answers_total{service="joke-service",tool="tell-joke",outcome="ok"}')).toBe(2)
     expect(sample(text, 'toolbridge_answers_total{service="joke-service",tool="tell-joke",outcome="error"}')).toBe(1)
-    expect(sample(text, 'toolbridge_errors_total{service="joke-service",tool="tell-joke",kind="invalid-arguments"}')).toBe(1)
+    expect(
+      sample(text, 'toolbridge_errors_total{service="joke-service",tool="tell-joke",kind="invalid-arguments"}'),
+    ).toBe(1)
     expect(sample(text, 'toolbridge_errors_total{service="joke-service",tool="",kind="bad-request"}')).toBe(1)
     expect(sample(text, 'toolbridge_request_duration_seconds_count{service="joke-service",tool="tell-joke"}')).toBe(3)
     expect(sample(text, 'toolbridge_chunks_published_total{service="story-service"}')).toBe(3)
@@ -115,7 +119,9 @@ describe('metrics of error answers', () => {
     expect(sample(text, 'toolbridge_answers_total{service="big-service",tool="big",outcome="error"}')).toBe(1)
     expect(sample(text, 'toolbridge_errors_total{service="big-service",tool="big",kind="too-large"}')).toBe(1)
     expect(sample(text, 'tg_dynamic_tool_service_invocation_total{processor="big-service"}') ?? 0).toBe(0)
-    expect(sample(text, 'toolbridge_errors_total{service="throws-service",tool="throw",kind="tool-service-error"}')).toBe(1)
+    expect(
+      sample(text, 'toolbridge_errors_total{service="throws-service",tool="throw",kind="tool-service-error"}'),
+    ).toBe(1)
     expect(text).not.toContain('kind="function-error"')
   })
 })
@@ -128,7 +134,9 @@ describe('limits', () => {
       expect(await client.call({ arguments: { expression: '1+1' } })).toBe('2')
       const big = { arguments: { expression: '1+'.repeat(100) + '1' } }
       const size = encodeRequest(big).byteLength
-      await expect(client.call(big)).rejects.toStrictEqual(new ToolCallError('too-large', `request of ${size} bytes is over the limit of 200`))
+      await expect(client.call(big)).rejects.toStrictEqual(
+        new ToolCallError('too-large', `request of ${size} bytes is over the limit of 200`),
+      )
     } finally {
       await runtime.stop()
     }
@@ -136,13 +144,17 @@ describe('limits', () => {
 
   it('--max-in-flight: services whose concurrency adds up to more are refused at start, named', async () => {
     await expect(start({ maxInFlight: '20' })).rejects.toThrow(
-      '--max-in-flight: the services\' concurrency adds up to 24 (joke-service 8, calculator-service 8, story-service 8), over the cap of 20 requests in flight',
+      "--max-in-flight: the services' concurrency adds up to 24 (joke-service 8, calculator-service 8, story-service 8), over the cap of 20 requests in flight",
     )
   })
 
   it('rejects a limit that is not a positive integer', () => {
-    expect(() => resolveSettings({ maxInFlight: '0' }, {})).toThrow('--max-in-flight: "0" must be an integer from 1 to 1000000')
-    expect(() => resolveSettings({ maxRequestBytes: '1kb' }, {})).toThrow('--max-request-bytes: "1kb" must be an integer')
+    expect(() => resolveSettings({ maxInFlight: '0' }, {})).toThrow(
+      '--max-in-flight: "0" must be an integer from 1 to 1000000',
+    )
+    expect(() => resolveSettings({ maxRequestBytes: '1kb' }, {})).toThrow(
+      '--max-request-bytes: "1kb" must be an integer',
+    )
   })
 })
 
@@ -156,10 +168,17 @@ describe('--http-token', () => {
   afterAll(() => runtime?.stop())
 
   const call = (headers: Record<string, string>) =>
-    fetch(`${url}/tools/calculate`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ arguments: { expression: '2+3' } }) })
+    fetch(`${url}/tools/calculate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ arguments: { expression: '2+3' } }),
+    })
 
   it('refuses /tools without the bearer token, or with another', async () => {
-    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 's3cret' }] as Record<string, string>[]) {
+    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 's3cret' }] as Record<
+      string,
+      string
+    >[]) {
       const response = await call(headers)
       expect(response.status).toBe(401)
       expect(response.headers.get('www-authenticate')).toBe('Bearer')

@@ -12,7 +12,17 @@
  * is reached for the project's dependencies (the npm cache is preferred).
  */
 import { execFile, spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -30,8 +40,18 @@ const CHILD_TIMEOUT_MS = 120_000
  * `npm test` passes down, and no node_modules/.bin of this clone on the PATH.
  */
 function strangerEnv(): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_') && !/^npm_/i.test(key) && !['NODE_PATH', 'NODE_OPTIONS', 'FORCE_COLOR'].includes(key)))
-  env.PATH = (process.env.PATH ?? '').split(delimiter).filter((entry) => !entry.includes('node_modules')).join(delimiter)
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([key]) =>
+        !key.startsWith('TOOLBRIDGE_') &&
+        !/^npm_/i.test(key) &&
+        !['NODE_PATH', 'NODE_OPTIONS', 'FORCE_COLOR'].includes(key),
+    ),
+  )
+  env.PATH = (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter((entry) => !entry.includes('node_modules'))
+    .join(delimiter)
   return {
     ...env,
     // What scripts/sls.ts sets for the clone: sls package needs no AWS and reaches no AWS.
@@ -52,15 +72,21 @@ interface Run {
 
 function runCommand(command: string, args: string[], cwd: string, timeout = CHILD_TIMEOUT_MS): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(command, args, { cwd, env: strangerEnv(), timeout, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr })
-    })
+    execFile(
+      command,
+      args,
+      { cwd, env: strangerEnv(), timeout, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr })
+      },
+    )
   })
 }
 
 async function succeed(command: string, args: string[], cwd: string, timeout?: number): Promise<string> {
   const result = await runCommand(command, args, cwd, timeout)
-  if (result.code !== 0) throw new Error(`${command} ${args.join(' ')} in ${cwd} exited ${result.code}:\n${result.stdout}\n${result.stderr}`)
+  if (result.code !== 0)
+    throw new Error(`${command} ${args.join(' ')} in ${cwd} exited ${result.code}:\n${result.stdout}\n${result.stderr}`)
   return result.stdout
 }
 
@@ -72,8 +98,16 @@ interface Serving<T> {
 }
 
 /** Runs the project's `toolbridge start` until `ready` finds what it waits for in its output (stdout and stderr). */
-async function serve<T>(project: string, args: string[], ready: (output: string) => T | undefined): Promise<Serving<T>> {
-  const child = spawn(bin(project, 'toolbridge'), ['start', ...args], { cwd: project, env: strangerEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+async function serve<T>(
+  project: string,
+  args: string[],
+  ready: (output: string) => T | undefined,
+): Promise<Serving<T>> {
+  const child = spawn(bin(project, 'toolbridge'), ['start', ...args], {
+    cwd: project,
+    env: strangerEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let output = ''
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
   const stop = async () => {
@@ -100,7 +134,12 @@ async function serve<T>(project: string, args: string[], ready: (output: string)
 
 const bin = (project: string, name: string) => join(project, 'node_modules', '.bin', name)
 const npmInstall = (project: string, ...specs: string[]) =>
-  succeed('npm', ['install', ...specs, '--no-audit', '--no-fund', '--prefer-offline', '--loglevel', 'error'], project, INSTALL_TIMEOUT_MS)
+  succeed(
+    'npm',
+    ['install', ...specs, '--no-audit', '--no-fund', '--prefer-offline', '--loglevel', 'error'],
+    project,
+    INSTALL_TIMEOUT_MS,
+  )
 
 let work: string
 let tarball: string
@@ -124,7 +163,8 @@ function writeShop(folder: string): void {
       '})',
       '',
     ].join('\n'),
-    'handler.js': "import serverless from 'serverless-http'\nimport { app } from './app.js'\nexport const handler = serverless(app)\n",
+    'handler.js':
+      "import serverless from 'serverless-http'\nimport { app } from './app.js'\nexport const handler = serverless(app)\n",
     'serverless.yml': [
       'service: shop',
       "frameworkVersion: '4'",
@@ -176,7 +216,9 @@ const SHOP_TOOL_SERVICE = [
 
 beforeAll(async () => {
   work = realpathSync(mkdtempSync(join(tmpdir(), 'toolbridge-package-')))
-  const packed = JSON.parse(await succeed('npm', ['pack', '--json', '--pack-destination', work], ROOT, INSTALL_TIMEOUT_MS)) as { filename: string; size: number }[]
+  const packed = JSON.parse(
+    await succeed('npm', ['pack', '--json', '--pack-destination', work], ROOT, INSTALL_TIMEOUT_MS),
+  ) as { filename: string; size: number }[]
   const [{ filename, size }] = packed as [{ filename: string; size: number }]
   tarball = join(work, filename)
   console.log(`npm pack: ${filename}, ${(size / 1024).toFixed(1)} kB`)
@@ -185,7 +227,9 @@ beforeAll(async () => {
   // local bin then stands in for `npx toolbridge init`, which would fetch and install the same package.
   shop = join(work, 'shop')
   writeShop(shop)
-  const repoPackage = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }
+  const repoPackage = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    devDependencies: Record<string, string>
+  }
   const pinned = (name: string) => `${name}@${repoPackage.devDependencies[name]}`
   await npmInstall(shop, tarball, pinned('express'), pinned('serverless-http'))
   project = join(work, 'my-tool')
@@ -199,8 +243,23 @@ afterAll(() => {
 
 describe('the package', () => {
   it('holds built JavaScript, the public declarations and the templates, and no TypeScript sources', async () => {
-    const files = (await succeed('tar', ['tzf', tarball], work)).split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''))
-    expect(files).toEqual(expect.arrayContaining(['dist/bridge/cli/main.js', 'dist/bridge/invokers/worker.js', 'dist/shared/index.js', 'dist/shared/index.d.ts', 'dist/serverless-plugin/tool-service.js', 'LICENSE', 'README.md', 'CHANGELOG.md', 'templates/minimal/functions.yml']))
+    const files = (await succeed('tar', ['tzf', tarball], work))
+      .split('\n')
+      .filter(Boolean)
+      .map((f) => f.replace(/^package\//, ''))
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'dist/bridge/cli/main.js',
+        'dist/bridge/invokers/worker.js',
+        'dist/shared/index.js',
+        'dist/shared/index.d.ts',
+        'dist/serverless-plugin/tool-service.js',
+        'LICENSE',
+        'README.md',
+        'CHANGELOG.md',
+        'templates/minimal/functions.yml',
+      ]),
+    )
     const sources = files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.startsWith('templates/'))
     expect(sources).toEqual([])
     expect(files.filter((f) => /^(test|functions|scripts|bench|docs)\//.test(f))).toEqual([])
@@ -222,7 +281,10 @@ describe('the package', () => {
 
 describe('a project made with toolbridge init', () => {
   it('depends on toolbridge and has start, test and offline scripts', () => {
-    const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; scripts: Record<string, string> }
+    const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>
+      scripts: Record<string, string>
+    }
     expect(Object.keys(pkg.dependencies)).toEqual(['toolbridge'])
     expect(pkg.scripts).toMatchObject({ start: 'toolbridge start', test: 'vitest run', offline: expect.any(String) })
   })
@@ -248,7 +310,9 @@ describe('a project made with toolbridge init', () => {
     try {
       const checked = await runCommand(bin(project, 'tsc'), ['--noEmit'], project)
       expect(checked.code).not.toBe(0)
-      expect(checked.stdout).toMatch(/probe\.ts\(5,11\): error TS2322: Type 'number' is not assignable to type 'string'/)
+      expect(checked.stdout).toMatch(
+        /probe\.ts\(5,11\): error TS2322: Type 'number' is not assignable to type 'string'/,
+      )
     } finally {
       rmSync(probe)
     }
@@ -269,8 +333,14 @@ describe('a project made with toolbridge init', () => {
     const output = serving.output()
     try {
       expect(output).toContain('hello-service')
-      expect(output).toMatch(/registered \d+ config items in workspace "default": .*tool-service\/hello-service.*tool\/say-hello/)
-      const answer = await succeed(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--arg', 'name=Ada', '--url', url], project)
+      expect(output).toMatch(
+        /registered \d+ config items in workspace "default": .*tool-service\/hello-service.*tool\/say-hello/,
+      )
+      const answer = await succeed(
+        bin(project, 'toolbridge'),
+        ['invoke', 'say-hello', '--arg', 'name=Ada', '--url', url],
+        project,
+      )
       expect(answer).toBe('Hello, Ada!\n')
       const refused = await runCommand(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--url', url], project)
       expect(refused.code).toBe(1)
@@ -281,7 +351,11 @@ describe('a project made with toolbridge init', () => {
   })
 
   it('answers toolbridge invoke in process, with no server running', async () => {
-    const answer = await succeed(bin(project, 'toolbridge'), ['invoke', 'say-hello', '--arg', 'name=Grace', '--invoker', 'in-process'], project)
+    const answer = await succeed(
+      bin(project, 'toolbridge'),
+      ['invoke', 'say-hello', '--arg', 'name=Grace', '--invoker', 'in-process'],
+      project,
+    )
     expect(answer).toBe('Hello, Grace!\n')
   })
 
@@ -291,8 +365,14 @@ describe('a project made with toolbridge init', () => {
   })
 
   it('prints its TrustGraph descriptors', async () => {
-    const descriptors = JSON.parse(await succeed(bin(project, 'toolbridge'), ['descriptors'], project)) as Record<string, Record<string, unknown>>
-    expect(descriptors['tool-service']?.['hello-service']).toMatchObject({ 'request-queue': 'request:tg:hello', 'response-queue': 'response:tg:hello' })
+    const descriptors = JSON.parse(await succeed(bin(project, 'toolbridge'), ['descriptors'], project)) as Record<
+      string,
+      Record<string, unknown>
+    >
+    expect(descriptors['tool-service']?.['hello-service']).toMatchObject({
+      'request-queue': 'request:tg:hello',
+      'response-queue': 'response:tg:hello',
+    })
     expect(descriptors.tool?.['say-hello']).toMatchObject({ type: 'tool-service', service: 'hello-service' })
   })
 
@@ -308,13 +388,20 @@ describe('a project made with toolbridge init', () => {
   it('gets one more tool with toolbridge add function, served at once', async () => {
     await succeed(bin(project, 'toolbridge'), ['add', 'function', 'weather'], project)
     await succeed(bin(project, 'tsc'), ['--noEmit'], project)
-    const answer = await succeed(bin(project, 'toolbridge'), ['invoke', 'weather', '--arg', 'input=Oslo', '--invoker', 'local'], project)
+    const answer = await succeed(
+      bin(project, 'toolbridge'),
+      ['invoke', 'weather', '--arg', 'input=Oslo', '--invoker', 'local'],
+      project,
+    )
     expect(answer).toBe('weather got: Oslo\n')
   })
 })
 
 const interopReady = rabbitmqInstalled() && trustgraphInstalled()
-if (!interopReady) console.log(`skipping the package on RabbitMQ: needs rabbitmq-server (${RABBITMQ_INSTALL}) and TrustGraph's packages (${TRUSTGRAPH_INSTALL})`)
+if (!interopReady)
+  console.log(
+    `skipping the package on RabbitMQ: needs rabbitmq-server (${RABBITMQ_INSTALL}) and TrustGraph's packages (${TRUSTGRAPH_INSTALL})`,
+  )
 
 describe.skipIf(!interopReady)("a project made with toolbridge init, on RabbitMQ with TrustGraph's own client", () => {
   let broker: RabbitBroker
@@ -329,11 +416,15 @@ describe.skipIf(!interopReady)("a project made with toolbridge init, on RabbitMQ
     const scaffolded = readFileSync(join(project, 'serverless.yml'), 'utf8')
     expect(scaffolded).toContain('      topic: hello\n')
     writeFileSync(config, scaffolded.replace('      topic: hello\n', `      topic: ${topic}\n`))
-    serving = await serve(project, ['-c', config, '--broker', broker.url, '--port', 'off', '--log-level', 'warn'], (output) => {
-      // Printed once the request queues are bound.
-      const match = /^ {2}hello-service \(.*\): (\S+) -> (\S+) {2}tools: say-hello/m.exec(output)
-      return match?.[1] && match[2] ? { requestQueue: match[1], responseQueue: match[2] } : undefined
-    })
+    serving = await serve(
+      project,
+      ['-c', config, '--broker', broker.url, '--port', 'off', '--log-level', 'warn'],
+      (output) => {
+        // Printed once the request queues are bound.
+        const match = /^ {2}hello-service \(.*\): (\S+) -> (\S+) {2}tools: say-hello/m.exec(output)
+        return match?.[1] && match[2] ? { requestQueue: match[1], responseQueue: match[2] } : undefined
+      },
+    )
   }, 2 * CHILD_TIMEOUT_MS)
   afterAll(async () => {
     await serving?.stop()
@@ -341,19 +432,28 @@ describe.skipIf(!interopReady)("a project made with toolbridge init, on RabbitMQ
   })
 
   it('is served by toolbridge start --broker on the queues TrustGraph names after its topic', () => {
-    expect(serving.output()).toMatch(/^toolbridge: serving on amqp:\/\/guest:\S*@127\.0\.0\.1:5672\/ with the local invoker$/m)
+    expect(serving.output()).toMatch(
+      /^toolbridge: serving on amqp:\/\/guest:\S*@127\.0\.0\.1:5672\/ with the local invoker$/m,
+    )
     expect(serving.ready).toEqual({ requestQueue: `request:tg:${topic}`, responseQueue: `response:tg:${topic}` })
   })
 
   it("answers TrustGraph's own RequestResponseClient: a greeting, and a missing argument as an error", async () => {
-    const [greeting, missing] = await trustgraphClientCalls(serving.ready, [{ arguments: { name: 'Ada' } }, { arguments: {} }])
+    const [greeting, missing] = await trustgraphClientCalls(serving.ready, [
+      { arguments: { name: 'Ada' } },
+      { arguments: {} },
+    ])
     expect(greeting).toStrictEqual({ response: 'Hello, Ada!', error: null, messages: 1 })
     expect(missing?.error?.type).toBe('invalid-arguments')
     expect(missing?.error?.message).toContain('"name"')
   })
 
   it('answers toolbridge invoke --broker from the package', async () => {
-    const call = await runCommand(bin(project, 'toolbridge'), ['-c', config, 'invoke', 'say-hello', '--arg', 'name=Grace', '--broker', broker.url], project)
+    const call = await runCommand(
+      bin(project, 'toolbridge'),
+      ['-c', config, 'invoke', 'say-hello', '--arg', 'name=Grace', '--broker', broker.url],
+      project,
+    )
     expect(call).toMatchObject({ code: 0, stdout: 'Hello, Grace!\n' })
     expect(call.stderr).toMatch(/^toolbridge: via amqp:\/\//m)
   })
@@ -377,8 +477,14 @@ describe('a JavaScript project from the streaming template', () => {
   })
 
   it('streams its story through toolbridge invoke --stream in worker threads', async () => {
-    const answer = await succeed(bin(streaming, 'toolbridge'), ['invoke', 'tell-story', '--arg', 'hero=Ada', '--arg', 'sentences=2', '--stream', '--invoker', 'local'], streaming)
-    expect(answer).toBe('Once upon a time, Ada set out to see the world. Along the way, Ada met a stranger with a map nobody could read.\n')
+    const answer = await succeed(
+      bin(streaming, 'toolbridge'),
+      ['invoke', 'tell-story', '--arg', 'hero=Ada', '--arg', 'sentences=2', '--stream', '--invoker', 'local'],
+      streaming,
+    )
+    expect(answer).toBe(
+      'Once upon a time, Ada set out to see the world. Along the way, Ada met a stranger with a map nobody could read.\n',
+    )
   })
 })
 
@@ -394,10 +500,18 @@ describe('an existing Express app on API Gateway, with toolbridge added', () => 
     const before = readFileSync(yml, 'utf8')
     writeFileSync(yml, before.slice(0, before.indexOf('functions:')) + SHOP_TOOL_SERVICE)
     for (const invoker of ['in-process', 'local']) {
-      const answer = await succeed(bin(shop, 'toolbridge'), ['invoke', 'lookup-product', '--arg', 'sku=SKU-1', '--arg', 'currency=USD', '--invoker', invoker], shop)
+      const answer = await succeed(
+        bin(shop, 'toolbridge'),
+        ['invoke', 'lookup-product', '--arg', 'sku=SKU-1', '--arg', 'currency=USD', '--invoker', invoker],
+        shop,
+      )
       expect(JSON.parse(answer)).toEqual({ sku: 'SKU-1', name: 'Kettle', price: 30, currency: 'USD' })
     }
-    const missing = await runCommand(bin(shop, 'toolbridge'), ['invoke', 'lookup-product', '--arg', 'sku=SKU-9', '--invoker', 'local'], shop)
+    const missing = await runCommand(
+      bin(shop, 'toolbridge'),
+      ['invoke', 'lookup-product', '--arg', 'sku=SKU-9', '--invoker', 'local'],
+      shop,
+    )
     expect(missing.code).toBe(1)
     expect(missing.stderr).toContain('HTTP 404')
     expect(missing.stderr).toContain('no product SKU-9')
@@ -407,7 +521,10 @@ describe('an existing Express app on API Gateway, with toolbridge added', () => 
     // osls from the scaffolded project, run in the shop: plugins resolve from the shop's own node_modules.
     await succeed(bin(project, 'sls'), ['print'], shop)
     const yml = join(shop, 'serverless.yml')
-    writeFileSync(yml, readFileSync(yml, 'utf8').replace('      topic: product\n', '      topic: product\n      bogus: 1\n'))
+    writeFileSync(
+      yml,
+      readFileSync(yml, 'utf8').replace('      topic: product\n', '      topic: product\n      bogus: 1\n'),
+    )
     const refused = await runCommand(bin(project, 'sls'), ['print'], shop)
     expect(refused.code).not.toBe(0)
     expect(refused.stdout + refused.stderr).toContain("'functions.api.toolService': unrecognized property 'bogus'")
@@ -421,7 +538,11 @@ describe('projects from the existing-api and http-function templates', () => {
     // Its dependencies are the shop's: toolbridge, express, serverless-http.
     symlinkSync(join(shop, 'node_modules'), join(api, 'node_modules'), 'dir')
     for (const invoker of ['in-process', 'local']) {
-      const answer = await succeed(bin(api, 'toolbridge'), ['invoke', 'lookup-product', '--arg', 'sku=SKU-2', '--arg', 'currency=USD', '--invoker', invoker], api)
+      const answer = await succeed(
+        bin(api, 'toolbridge'),
+        ['invoke', 'lookup-product', '--arg', 'sku=SKU-2', '--arg', 'currency=USD', '--invoker', invoker],
+        api,
+      )
       expect(JSON.parse(answer)).toEqual({ sku: 'SKU-2', name: 'Teapot', price: 25.92, currency: 'USD' })
     }
   })
@@ -430,7 +551,11 @@ describe('projects from the existing-api and http-function templates', () => {
     const http = join(work, 'http-tool')
     await succeed(bin(project, 'toolbridge'), ['init', http, '--template', 'http-function'], work)
     symlinkSync(join(project, 'node_modules'), join(http, 'node_modules'), 'dir')
-    const server = spawn(process.execPath, ['functions/greet/server.ts', '0'], { cwd: http, env: strangerEnv(), stdio: ['ignore', 'pipe', 'inherit'] })
+    const server = spawn(process.execPath, ['functions/greet/server.ts', '0'], {
+      cwd: http,
+      env: strangerEnv(),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
     const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)))
     try {
       const url = await new Promise<string>((resolve, reject) => {
@@ -444,7 +569,11 @@ describe('projects from the existing-api and http-function templates', () => {
       })
       const yml = join(http, 'serverless.yml')
       writeFileSync(yml, readFileSync(yml, 'utf8').replace('http://127.0.0.1:8090/greet', url))
-      const answer = await succeed(bin(http, 'toolbridge'), ['invoke', 'greet', '--arg', 'name=Ada', '--invoker', 'local'], http)
+      const answer = await succeed(
+        bin(http, 'toolbridge'),
+        ['invoke', 'greet', '--arg', 'name=Ada', '--invoker', 'local'],
+        http,
+      )
       expect(answer).toBe('Hello, Ada!\n')
     } finally {
       server.kill('SIGTERM')

@@ -78,7 +78,8 @@ describe('decodeRequest', () => {
   })
 
   it('ignores unknown fields', () => {
-    const wire = '{"user":"alice","workspace":"default","extra":[1,2],"config":"{}","arguments":"{\\"topic\\":\\"x\\"}"}'
+    const wire =
+      '{"user":"alice","workspace":"default","extra":[1,2],"config":"{}","arguments":"{\\"topic\\":\\"x\\"}"}'
     expect(decoded(decodeRequest(bytes(wire)))).toStrictEqual({
       user: 'alice',
       config: {},
@@ -304,7 +305,9 @@ describe('errorResponse', () => {
 
   it('reads a wire type back as its kind where the type names one, else as a failure of the function', () => {
     for (const kind of ERROR_KINDS) {
-      expect(kindOfWireErrorType(expectedWireType[kind])).toBe(expectedWireType[kind] === kind ? kind : 'function-error')
+      expect(kindOfWireErrorType(expectedWireType[kind])).toBe(
+        expectedWireType[kind] === kind ? kind : 'function-error',
+      )
     }
     expect(kindOfWireErrorType('tool-service-error')).toBe('function-error')
     expect(kindOfWireErrorType('RuntimeError')).toBe('function-error')
@@ -330,14 +333,31 @@ describe('decodeResponse', () => {
   })
 
   it('gives an error without type or message empty ones, and writes other values of them as text', () => {
-    expect(decoded(decodeResponse(bytes('{"error": {}}')))).toStrictEqual({ error: { type: '', message: '' }, response: '', end_of_stream: true })
-    expect(decoded(decodeResponse(bytes('{"error": {"type": 7, "message": false}}'))).error).toStrictEqual({ type: '7', message: 'false' })
+    expect(decoded(decodeResponse(bytes('{"error": {}}')))).toStrictEqual({
+      error: { type: '', message: '' },
+      response: '',
+      end_of_stream: true,
+    })
+    expect(decoded(decodeResponse(bytes('{"error": {"type": 7, "message": false}}'))).error).toStrictEqual({
+      type: '7',
+      message: 'false',
+    })
   })
 
   it('takes a null response as the empty text and refuses one that is not a string', () => {
-    expect(decoded(decodeResponse(bytes('{"error": null, "response": null}')))).toStrictEqual({ error: null, response: '', end_of_stream: false })
-    expect(decodeResponse(bytes('{"response": 5}'))).toStrictEqual({ ok: false, message: '"response" must be a string' })
-    expect(decodeResponse(bytes('{"error": "boom"}'))).toStrictEqual({ ok: false, message: '"error" must be an object or null' })
+    expect(decoded(decodeResponse(bytes('{"error": null, "response": null}')))).toStrictEqual({
+      error: null,
+      response: '',
+      end_of_stream: false,
+    })
+    expect(decodeResponse(bytes('{"response": 5}'))).toStrictEqual({
+      ok: false,
+      message: '"response" must be a string',
+    })
+    expect(decodeResponse(bytes('{"error": "boom"}'))).toStrictEqual({
+      ok: false,
+      message: '"error" must be an object or null',
+    })
   })
 
   it('forces end_of_stream to true when an error is set', () => {
@@ -413,27 +433,43 @@ describe('nesting depth of config and arguments', () => {
 
   it('refuses one level more, and 100,000 levels, as a bad request without walking them recursively', () => {
     for (const depth of [MAX_NESTING_DEPTH, 100_000]) {
-      expect(decodeRequest(body(nested(depth)))).toStrictEqual({ ok: false, message: `"arguments" nests deeper than ${MAX_NESTING_DEPTH} levels` })
+      expect(decodeRequest(body(nested(depth)))).toStrictEqual({
+        ok: false,
+        message: `"arguments" nests deeper than ${MAX_NESTING_DEPTH} levels`,
+      })
     }
   })
 
   it('counts only objects and arrays: strings, numbers and null at the deepest level add none', () => {
-    expect(decodeRequest(body('['.repeat(MAX_NESTING_DEPTH - 1) + '"x", 1, null, true' + ']'.repeat(MAX_NESTING_DEPTH - 1))).ok).toBe(true)
-    expect(decodeRequest(body('['.repeat(MAX_NESTING_DEPTH - 2) + '[], {}, null' + ']'.repeat(MAX_NESTING_DEPTH - 2))).ok).toBe(true)
+    expect(
+      decodeRequest(body('['.repeat(MAX_NESTING_DEPTH - 1) + '"x", 1, null, true' + ']'.repeat(MAX_NESTING_DEPTH - 1)))
+        .ok,
+    ).toBe(true)
+    expect(
+      decodeRequest(body('['.repeat(MAX_NESTING_DEPTH - 2) + '[], {}, null' + ']'.repeat(MAX_NESTING_DEPTH - 2))).ok,
+    ).toBe(true)
   })
 
   it('is refused by encodeRequest too, as a bad request, before anything is written', () => {
     const deep = (depth: number): unknown => (depth === 0 ? 'leaf' : [deep(depth - 1)])
     expect(() => encodeRequest({ arguments: { a: deep(MAX_NESTING_DEPTH) } })).toThrow(
-      expect.objectContaining({ kind: 'bad-request', message: `"arguments" nests deeper than ${MAX_NESTING_DEPTH} levels` }),
+      expect.objectContaining({
+        kind: 'bad-request',
+        message: `"arguments" nests deeper than ${MAX_NESTING_DEPTH} levels`,
+      }),
     )
-    expect(() => encodeRequest({ config: { a: deep(MAX_NESTING_DEPTH) } })).toThrow(`"config" nests deeper than ${MAX_NESTING_DEPTH} levels`)
+    expect(() => encodeRequest({ config: { a: deep(MAX_NESTING_DEPTH) } })).toThrow(
+      `"config" nests deeper than ${MAX_NESTING_DEPTH} levels`,
+    )
     expect(decodeRequest(encodeRequest({ arguments: { a: deep(MAX_NESTING_DEPTH - 1) } })).ok).toBe(true)
   })
 
   it('counts objects as well as arrays, in config too', () => {
     const deepObject = '{"a":'.repeat(MAX_NESTING_DEPTH + 1) + '1' + '}'.repeat(MAX_NESTING_DEPTH + 1)
     const request = new TextEncoder().encode(JSON.stringify({ config: deepObject, arguments: '{}' }))
-    expect(decodeRequest(request)).toStrictEqual({ ok: false, message: `"config" nests deeper than ${MAX_NESTING_DEPTH} levels` })
+    expect(decodeRequest(request)).toStrictEqual({
+      ok: false,
+      message: `"config" nests deeper than ${MAX_NESTING_DEPTH} levels`,
+    })
   })
 })

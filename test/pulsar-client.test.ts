@@ -43,7 +43,8 @@ describe('CRC32C', () => {
   it('gives the same checksum over any split of the data, and 0 for nothing', () => {
     const data = new Uint8Array(1000).map((_, i) => (i * 31) & 0xff)
     const whole = crc32c(data)
-    for (const cut of [1, 7, 8, 9, 500, 999]) expect(crc32c(data.subarray(cut), crc32c(data.subarray(0, cut)))).toBe(whole)
+    for (const cut of [1, 7, 8, 9, 500, 999])
+      expect(crc32c(data.subarray(cut), crc32c(data.subarray(0, cut)))).toBe(whole)
     expect(crc32c(new Uint8Array(0))).toBe(0)
   })
 
@@ -65,7 +66,11 @@ describe('CRC32C', () => {
 
 describe('protobuf codecs', () => {
   it('round-trips a command, and reads its type from the BaseCommand', () => {
-    const bytes = encodeCommand('send_receipt', { producer_id: 7, sequence_id: 2 ** 40, message_id: { ledgerId: 2n ** 63n + 5n, entryId: 9n } })
+    const bytes = encodeCommand('send_receipt', {
+      producer_id: 7,
+      sequence_id: 2 ** 40,
+      message_id: { ledgerId: 2n ** 63n + 5n, entryId: 9n },
+    })
     const command = decodeCommand(bytes)
     expect(command).toEqual({
       type: 'send_receipt',
@@ -136,14 +141,30 @@ describe('protobuf codecs', () => {
   })
 
   it('writes the connect command’s feature flags and the authentication data of a response as PulsarApi.proto numbers them', () => {
-    const flags = { supports_auth_refresh: true, supports_broker_entry_metadata: true, supports_partial_producer: true, supports_topic_watchers: true }
+    const flags = {
+      supports_auth_refresh: true,
+      supports_broker_entry_metadata: true,
+      supports_partial_producer: true,
+      supports_topic_watchers: true,
+    }
     // 08 02: CONNECT; 12 0a: field 2, 10 bytes; 52 08: feature_flags (field 10), 8 bytes; 08 01 10 01 18 01 20 01: flags 1 to 4 true
-    expect(Buffer.from(encodeCommand('connect', { feature_flags: flags })).toString('hex')).toBe('0802120a52080801100118012001')
+    expect(Buffer.from(encodeCommand('connect', { feature_flags: flags })).toString('hex')).toBe(
+      '0802120a52080801100118012001',
+    )
     // 08 25: AUTH_RESPONSE (37); aa 02 0c: field 37, 12 bytes; 12 0a: response (field 2); 0a 05 "token": auth_method_name; 12 01 04: auth_data
-    const answer = encodeCommand('auth_response', { response: { auth_method_name: 'token', auth_data: new Uint8Array([4]) } })
+    const answer = encodeCommand('auth_response', {
+      response: { auth_method_name: 'token', auth_data: new Uint8Array([4]) },
+    })
     expect(Buffer.from(answer).toString('hex')).toBe('0825aa020c120a0a05746f6b656e120104')
-    const challenge = { server_version: 's', challenge: { auth_method_name: 'token', auth_data: new Uint8Array([1, 2, 3]) }, protocol_version: 21 }
-    expect(decodeCommand(encodeCommand('auth_challenge', challenge))).toEqual({ type: 'auth_challenge', body: challenge })
+    const challenge = {
+      server_version: 's',
+      challenge: { auth_method_name: 'token', auth_data: new Uint8Array([1, 2, 3]) },
+      protocol_version: 21,
+    }
+    expect(decodeCommand(encodeCommand('auth_challenge', challenge))).toEqual({
+      type: 'auth_challenge',
+      body: challenge,
+    })
   })
 
   it('reads a BaseCommand whatever else it carries: a type sent as bytes, other varints and no body', () => {
@@ -224,7 +245,11 @@ describe('frames', () => {
   })
 
   it('refuses a frame over the size limit before reading it', () => {
-    const frame = payloadFrame(encodeCommand('send', { producer_id: 1, sequence_id: 1 }), metadata, new Uint8Array(2000))
+    const frame = payloadFrame(
+      encodeCommand('send', { producer_id: 1, sequence_id: 1 }),
+      metadata,
+      new Uint8Array(2000),
+    )
     expect(() => feed(frame, 8, new FrameDecoder(1000))).toThrow(/over the limit of 1000/)
   })
 
@@ -328,7 +353,11 @@ describe('frames: what a peer may send', () => {
     const size = frame.length - 4
     expect(feed(frame, frame.length, new FrameDecoder(size))).toHaveLength(1)
     const error = failure(() => feed(frame, frame.length, new FrameDecoder(size - 1)))
-    expect(error).toMatchObject({ code: 'ProtocolError', retriable: true, message: `frame of ${size} bytes is over the limit of ${size - 1}` })
+    expect(error).toMatchObject({
+      code: 'ProtocolError',
+      retriable: true,
+      message: `frame of ${size} bytes is over the limit of ${size - 1}`,
+    })
   })
 
   it('keeps the bytes of the next frame that came with the end of this one', () => {
@@ -337,8 +366,12 @@ describe('frames: what a peer may send', () => {
     const decoder = new FrameDecoder(1 << 20)
     const both = Buffer.concat([one, two])
     // The first push ends inside the second frame's size field.
-    expect(decoder.push(both.subarray(0, one.length + 2)).map((f) => decodeCommand(parseFrame(f).command).type)).toEqual(['ping'])
-    expect(decoder.push(both.subarray(one.length + 2)).map((f) => decodeCommand(parseFrame(f).command).type)).toEqual(['pong'])
+    expect(
+      decoder.push(both.subarray(0, one.length + 2)).map((f) => decodeCommand(parseFrame(f).command).type),
+    ).toEqual(['ping'])
+    expect(decoder.push(both.subarray(one.length + 2)).map((f) => decodeCommand(parseFrame(f).command).type)).toEqual([
+      'pong',
+    ])
     expect(decoder.push(Buffer.alloc(0))).toEqual([])
   })
 })
@@ -388,12 +421,18 @@ describe('batches: what a producer may get wrong', () => {
       retriable: false,
       message: 'malformed batch: the metadata of message 0 overruns the batch',
     })
-    expect(failure(() => unpackBatch(packed.subarray(0, 3), 1))).toMatchObject({ retriable: false, message: 'malformed batch: message 0 of 1 is missing' })
+    expect(failure(() => unpackBatch(packed.subarray(0, 3), 1))).toMatchObject({
+      retriable: false,
+      message: 'malformed batch: message 0 of 1 is missing',
+    })
   })
 
   it('reads a batch that ends exactly with its last message, and one whose last message is empty', () => {
     expect(unpackBatch(packed, 2).map((e) => text(e.payload))).toEqual(['one', 'two'])
-    const withEmpty = packBatch([{ metadata: {}, payload: utf8('x') }, { metadata: {}, payload: new Uint8Array(0) }])
+    const withEmpty = packBatch([
+      { metadata: {}, payload: utf8('x') },
+      { metadata: {}, payload: new Uint8Array(0) },
+    ])
     expect(unpackBatch(withEmpty, 2).map((e) => text(e.payload))).toEqual(['x', ''])
     // A metadata of zero bytes (payload_size absent) at the very end is a message with no payload.
     expect(unpackBatch(new Uint8Array([0, 0, 0, 0]), 1).map((e) => e.payload.length)).toEqual([0])
@@ -401,7 +440,9 @@ describe('batches: what a producer may get wrong', () => {
 })
 
 describe('compression', () => {
-  const original = utf8(JSON.stringify({ response: 'All work and no play makes Jack a dull boy. '.repeat(40), end_of_stream: true }))
+  const original = utf8(
+    JSON.stringify({ response: 'All work and no play makes Jack a dull boy. '.repeat(40), end_of_stream: true }),
+  )
 
   const codecs: { name: string; type: number; compress: (data: Uint8Array) => Uint8Array }[] = [
     {
@@ -427,29 +468,35 @@ describe('compression', () => {
     expect(() => decompress(type, compress(original), original.length + 1)).toThrow(PulsarError)
   })
 
-  it.each(codecs.filter((c) => c.type !== CompressionType.LZ4))('refuses corrupt $name data with a ProtocolError', ({ type }) => {
-    const error = (() => {
-      try {
-        decompress(type, utf8('this is not compressed data at all'), 100)
-      } catch (err) {
-        return err
-      }
-    })()
-    expect(error).toBeInstanceOf(PulsarError)
-    expect((error as PulsarError).code).toBe('ProtocolError')
-  })
+  it.each(codecs.filter((c) => c.type !== CompressionType.LZ4))(
+    'refuses corrupt $name data with a ProtocolError',
+    ({ type }) => {
+      const error = (() => {
+        try {
+          decompress(type, utf8('this is not compressed data at all'), 100)
+        } catch (err) {
+          return err
+        }
+      })()
+      expect(error).toBeInstanceOf(PulsarError)
+      expect((error as PulsarError).code).toBe('ProtocolError')
+    },
+  )
 
-  it.each(codecs)('refuses a $name payload that inflates past its declared size, as a final protocol error', ({ type, compress }) => {
-    const error = (() => {
-      try {
-        decompress(type, compress(original), original.length - 1)
-      } catch (err) {
-        return err
-      }
-    })()
-    expect(error).toBeInstanceOf(PulsarError)
-    expect(error).toMatchObject({ code: 'ProtocolError', retriable: false })
-  })
+  it.each(codecs)(
+    'refuses a $name payload that inflates past its declared size, as a final protocol error',
+    ({ type, compress }) => {
+      const error = (() => {
+        try {
+          decompress(type, compress(original), original.length - 1)
+        } catch (err) {
+          return err
+        }
+      })()
+      expect(error).toBeInstanceOf(PulsarError)
+      expect(error).toMatchObject({ code: 'ProtocolError', retriable: false })
+    },
+  )
 
   it('stops inflating a ZLIB or LZ4 bomb at the declared size', () => {
     // 2 MiB of zeros in a few kilobytes: refused, never held whole.
@@ -516,7 +563,15 @@ describe('errors', () => {
   })
 
   it('encodes message metadata with every property', () => {
-    const bytes = encode(MessageMetadata, { producer_name: 'p', sequence_id: 0, publish_time: 1, properties: [{ key: 'a', value: '1' }, { key: 'b', value: '' }] })
+    const bytes = encode(MessageMetadata, {
+      producer_name: 'p',
+      sequence_id: 0,
+      publish_time: 1,
+      properties: [
+        { key: 'a', value: '1' },
+        { key: 'b', value: '' },
+      ],
+    })
     expect(decode<MessageMetadata>(MessageMetadata, bytes).properties).toEqual([
       { key: 'a', value: '1' },
       { key: 'b', value: '' },

@@ -33,9 +33,13 @@ describe.runIf(!native.ok)('without the native addon', () => {
   })
 
   it('makes `toolbridge start --pulsar-client native` print one line saying so, and exit 1', async () => {
-    const failed = await run(process.execPath, ['bridge/cli/main.ts', 'start', '--broker', 'pulsar://127.0.0.1:6650', '--pulsar-client', 'native'], {
-      timeout: 30_000,
-    }).then(
+    const failed = await run(
+      process.execPath,
+      ['bridge/cli/main.ts', 'start', '--broker', 'pulsar://127.0.0.1:6650', '--pulsar-client', 'native'],
+      {
+        timeout: 30_000,
+      },
+    ).then(
       () => undefined,
       (err: { code: number; stderr: string }) => err,
     )
@@ -73,7 +77,7 @@ describe.runIf(runnable)('the bridge on the native pulsar-client', () => {
     maxMessageBytes: 5 * 1024 * 1024, // Pulsar's default maxMessageSize
     bigMessageBytes: 4 * 1024 * 1024,
     replicas: { kill: 'on non-persistent topics Pulsar drops what a closed consumer held, rather than redeliver it' },
-    outage: 'the native transport reports no readiness to wait on; its reconnects are the addon\'s',
+    outage: "the native transport reports no readiness to wait on; its reconnects are the addon's",
     flowControl: { queue: () => `flow:tg:native-nack-${randomUUID().slice(0, 8)}`, nackedComesBackLast: true },
     unreachable: 'the addon connects lazily: connect() does not reach the broker',
   })

@@ -80,7 +80,8 @@ const answering =
   (lookup: (command: Seen) => object, more: (command: Seen, reply: Reply) => void = () => {}) =>
   (command: Seen, reply: Reply) => {
     if (command.type === 'connect') reply('connected', { server_version: 'scripted', protocol_version: 19 })
-    else if (command.type === 'lookup') reply('lookup_response', { request_id: command.body.request_id, ...lookup(command) })
+    else if (command.type === 'lookup')
+      reply('lookup_response', { request_id: command.body.request_id, ...lookup(command) })
     else more(command, reply)
   }
 
@@ -96,7 +97,11 @@ afterEach(async () => {
   await Promise.all(brokers.splice(0).map((b) => b.close()))
 })
 
-const failure = (promise: Promise<unknown>) => promise.then(() => undefined, (err: unknown) => err as PulsarError)
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (err: unknown) => err as PulsarError,
+  )
 
 describe('lookup', () => {
   it('follows a redirect to the broker that owns the topic, asking it authoritatively, with the listener name', async () => {
@@ -104,16 +109,32 @@ describe('lookup', () => {
     const entry = await fakeBroker(answering(() => ({ response: 0, brokerServiceUrl: owner.url, authoritative: true })))
     const c = client({ serviceUrl: entry.url, listenerName: 'internal' })
     expect(await c.lookup('non-persistent://tg/request/joke')).toEqual({ logical: owner.url, physical: owner.url })
-    expect(entry.seen.find((s) => s.type === 'lookup')!.body).toMatchObject({ authoritative: false, advertised_listener_name: 'internal' })
+    expect(entry.seen.find((s) => s.type === 'lookup')!.body).toMatchObject({
+      authoritative: false,
+      advertised_listener_name: 'internal',
+    })
     const asked = owner.seen.filter((s) => s.type === 'lookup')
     expect(asked).toHaveLength(1)
-    expect(asked[0]!.body).toMatchObject({ topic: 'non-persistent://tg/request/joke', authoritative: true, advertised_listener_name: 'internal' })
+    expect(asked[0]!.body).toMatchObject({
+      topic: 'non-persistent://tg/request/joke',
+      authoritative: true,
+      advertised_listener_name: 'internal',
+    })
   })
 
   it('goes through the service URL when the answer says proxy_through_service_url, naming the broker in CONNECT', async () => {
-    const proxy = await fakeBroker(answering(() => ({ response: 1, brokerServiceUrl: 'pulsar://broker-7.internal:6650', proxy_through_service_url: true })))
+    const proxy = await fakeBroker(
+      answering(() => ({
+        response: 1,
+        brokerServiceUrl: 'pulsar://broker-7.internal:6650',
+        proxy_through_service_url: true,
+      })),
+    )
     const c = client({ serviceUrl: proxy.url })
-    expect(await c.lookup('persistent://tg/flow/x')).toEqual({ logical: 'pulsar://broker-7.internal:6650', physical: proxy.url })
+    expect(await c.lookup('persistent://tg/flow/x')).toEqual({
+      logical: 'pulsar://broker-7.internal:6650',
+      physical: proxy.url,
+    })
     await c.connectionFor('persistent://tg/flow/x')
     const connects = proxy.seen.filter((s) => s.type === 'connect')
     expect(connects.map((s) => s.body.proxy_to_broker_url)).toEqual([undefined, 'broker-7.internal:6650'])
@@ -127,7 +148,9 @@ describe('lookup', () => {
     expect(error!.message).toContain('topic does not exist')
 
     const loop: FakeBroker = await fakeBroker(answering(() => ({ response: 0, brokerServiceUrl: loop.url })))
-    expect((await failure(client({ serviceUrl: loop.url }).lookup('persistent://tg/flow/x')))!.code).toBe('TooManyRedirects')
+    expect((await failure(client({ serviceUrl: loop.url }).lookup('persistent://tg/flow/x')))!.code).toBe(
+      'TooManyRedirects',
+    )
   })
 })
 
@@ -143,7 +166,10 @@ describe('the connection', () => {
         reply('connected', { server_version: 'scripted', protocol_version: 19 })
       } else if (command.type === 'lookup') {
         // A broker re-checks credentials whenever it likes: here, before answering a lookup.
-        reply('auth_challenge', { server_version: 'scripted', challenge: { auth_method_name: 'token', auth_data: new Uint8Array(0) } })
+        reply('auth_challenge', {
+          server_version: 'scripted',
+          challenge: { auth_method_name: 'token', auth_data: new Uint8Array(0) },
+        })
         reply('lookup_response', { request_id: command.body.request_id, response: 1, brokerServiceUrl: broker.url })
       }
     })
@@ -191,7 +217,9 @@ describe('the connection', () => {
     const broker = await fakeBroker((command, reply) => {
       if (command.type === 'connect') reply('connected', { server_version: 'scripted' })
     })
-    const error = await failure(client({ serviceUrl: broker.url, operationTimeoutMs: 100 }).lookup('persistent://tg/flow/x'))
+    const error = await failure(
+      client({ serviceUrl: broker.url, operationTimeoutMs: 100 }).lookup('persistent://tg/flow/x'),
+    )
     expect(error!.code).toBe('Timeout')
     expect(error!.retriable).toBe(true)
   })
@@ -207,12 +235,32 @@ describe('TLS', () => {
   const dir = mkdtempSync(join(tmpdir(), 'pulsar-tls-'))
   let material: { key: Buffer; cert: Buffer; caFile: string } | undefined
   try {
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-      '-subj', '/CN=broker.example', '-addext', 'subjectAltName=DNS:broker.example',
-    ], { stdio: 'ignore' })
-    material = { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')), caFile: join(dir, 'cert.pem') }
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-subj',
+        '/CN=broker.example',
+        '-addext',
+        'subjectAltName=DNS:broker.example',
+      ],
+      { stdio: 'ignore' },
+    )
+    material = {
+      key: readFileSync(join(dir, 'key.pem')),
+      cert: readFileSync(join(dir, 'cert.pem')),
+      caFile: join(dir, 'cert.pem'),
+    }
   } catch {
     console.warn('skipping the Pulsar TLS tests: openssl is needed to make a certificate')
   }
@@ -222,32 +270,45 @@ describe('TLS', () => {
     if (command.type === 'connect') reply('connected', { server_version: 'scripted-tls' })
   }
 
-  it.runIf(material)('connects over pulsar+ssl:// with the CA file, checking the host name only when asked', async () => {
-    const broker = await fakeBroker(connected, material)
-    await client({ serviceUrl: broker.url, tls: { caFile: material!.caFile } }).connect()
-    const checked = await failure(client({ serviceUrl: broker.url, tls: { caFile: material!.caFile, validateHostname: true } }).connect())
-    expect(checked!.code).toBe('ConnectError')
-    expect(checked!.retriable).toBe(false)
-    expect(checked!.message).toMatch(/broker\.example|altnames|IP/)
-  })
+  it.runIf(material)(
+    'connects over pulsar+ssl:// with the CA file, checking the host name only when asked',
+    async () => {
+      const broker = await fakeBroker(connected, material)
+      await client({ serviceUrl: broker.url, tls: { caFile: material!.caFile } }).connect()
+      const checked = await failure(
+        client({ serviceUrl: broker.url, tls: { caFile: material!.caFile, validateHostname: true } }).connect(),
+      )
+      expect(checked!.code).toBe('ConnectError')
+      expect(checked!.retriable).toBe(false)
+      expect(checked!.message).toMatch(/broker\.example|altnames|IP/)
+    },
+  )
 
-  it.runIf(material)("refuses a certificate it cannot trust, unless told to accept any; the transport reads the settings from the URL", async () => {
-    const broker = await fakeBroker(connected, material)
-    const untrusted = await failure(client({ serviceUrl: broker.url }).connect())
-    expect(untrusted!.code).toBe('ConnectError')
-    expect(untrusted!.retriable).toBe(false)
-    await client({ serviceUrl: broker.url, tls: { allowInsecure: true } }).connect()
+  it.runIf(material)(
+    'refuses a certificate it cannot trust, unless told to accept any; the transport reads the settings from the URL',
+    async () => {
+      const broker = await fakeBroker(connected, material)
+      const untrusted = await failure(client({ serviceUrl: broker.url }).connect())
+      expect(untrusted!.code).toBe('ConnectError')
+      expect(untrusted!.retriable).toBe(false)
+      await client({ serviceUrl: broker.url, tls: { allowInsecure: true } }).connect()
 
-    const transport = new PulsarTransport(`${broker.url}?tlsTrustCertsFilePath=${encodeURIComponent(material!.caFile)}`)
-    await transport.connect()
-    await transport.close()
-    const strict = new PulsarTransport(`${broker.url}?tlsTrustCertsFilePath=${encodeURIComponent(material!.caFile)}&tlsValidateHostname=true`, {
-      connectRetry: { retries: 0 },
-    })
-    const error = (await strict.connect().catch((err: unknown) => err)) as ToolbridgeError
-    await strict.close()
-    expect(error.kind).toBe('config')
-  })
+      const transport = new PulsarTransport(
+        `${broker.url}?tlsTrustCertsFilePath=${encodeURIComponent(material!.caFile)}`,
+      )
+      await transport.connect()
+      await transport.close()
+      const strict = new PulsarTransport(
+        `${broker.url}?tlsTrustCertsFilePath=${encodeURIComponent(material!.caFile)}&tlsValidateHostname=true`,
+        {
+          connectRetry: { retries: 0 },
+        },
+      )
+      const error = (await strict.connect().catch((err: unknown) => err)) as ToolbridgeError
+      await strict.close()
+      expect(error.kind).toBe('config')
+    },
+  )
 })
 
 async function waitFor(condition: () => boolean, limitMs = 5_000): Promise<void> {

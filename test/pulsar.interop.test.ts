@@ -15,7 +15,12 @@ import { loadProject } from '../bridge/project/project.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { PULSAR_INSTALL, pulsarRunnable, startPulsar, type PulsarBroker } from './support/pulsar.ts'
-import { TRUSTGRAPH_INSTALL, TRUSTGRAPH_VENV, trustgraphClientCalls, trustgraphInstalled } from './support/trustgraph.ts'
+import {
+  TRUSTGRAPH_INSTALL,
+  TRUSTGRAPH_VENV,
+  trustgraphClientCalls,
+  trustgraphInstalled,
+} from './support/trustgraph.ts'
 
 const run = promisify(execFile)
 const ready = pulsarRunnable() && trustgraphInstalled()
@@ -48,16 +53,25 @@ describe.skipIf(!ready)('TrustGraph interop on Pulsar', () => {
     })
 
     it('gets a single answer from request()', async () => {
-      const [result] = await trustgraphClientCalls(queues('joke-service'), [{ config: { style: 'dad-joke' }, arguments: { topic: 'programming' } }], tg())
+      const [result] = await trustgraphClientCalls(
+        queues('joke-service'),
+        [{ config: { style: 'dad-joke' }, arguments: { topic: 'programming' } }],
+        tg(),
+      )
       expect(result).toEqual({
-        response: "Hey there! Here's a dad-joke for you:\n\nWhy do programmers prefer dark mode? Because light attracts bugs.",
+        response:
+          "Hey there! Here's a dad-joke for you:\n\nWhy do programmers prefer dark mode? Because light attracts bugs.",
         error: null,
         messages: 1,
       })
     })
 
     it('gets every chunk from request_stream(), the last one ending the stream', async () => {
-      const [result] = await trustgraphClientCalls(queues('story-service'), [{ config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 }, stream: true }], tg())
+      const [result] = await trustgraphClientCalls(
+        queues('story-service'),
+        [{ config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 }, stream: true }],
+        tg(),
+      )
       expect(result!.error).toBeNull()
       expect(result!.messages).toBe(4) // three sentences and the final end_of_stream message
       expect(result!.response).toBe(
@@ -68,8 +82,15 @@ describe.skipIf(!ready)('TrustGraph interop on Pulsar', () => {
     })
 
     it("decodes error answers into TrustGraph's Error", async () => {
-      const results = await trustgraphClientCalls(queues('calculator-service'), [{ arguments: {} }, { arguments: { expression: '1/0' } }], tg())
-      expect(results[0]!.error).toEqual({ type: 'invalid-arguments', message: 'invalid arguments: "expression" is required' })
+      const results = await trustgraphClientCalls(
+        queues('calculator-service'),
+        [{ arguments: {} }, { arguments: { expression: '1/0' } }],
+        tg(),
+      )
+      expect(results[0]!.error).toEqual({
+        type: 'invalid-arguments',
+        message: 'invalid arguments: "expression" is required',
+      })
       expect(results[1]!.error?.type).toBe('tool-service-error')
       expect(results[1]!.error?.message).toContain('division by zero')
     })
@@ -87,9 +108,12 @@ describe.skipIf(!ready)('TrustGraph interop on Pulsar', () => {
     beforeAll(async () => {
       service = await new Promise<ChildProcess>((resolve, reject) => {
         const child = spawn(join(TRUSTGRAPH_VENV, 'bin/joke-service'), [
-          '--pubsub-backend', 'pulsar',
-          '--pulsar-host', broker.url,
-          '--pulsar-admin-url', broker.admin,
+          '--pubsub-backend',
+          'pulsar',
+          '--pulsar-host',
+          broker.url,
+          '--pulsar-admin-url',
+          broker.admin,
           '--no-metrics',
           '--no-loki-enabled',
         ])
@@ -111,7 +135,17 @@ describe.skipIf(!ready)('TrustGraph interop on Pulsar', () => {
     it('toolbridge invoke --broker pulsar:// prints its answer', async () => {
       const { stdout } = await run(
         process.execPath,
-        ['bridge/cli/main.ts', 'invoke', 'tell-joke', '--arg', 'topic=programming', '--broker', broker.url, '--timeout', '20'],
+        [
+          'bridge/cli/main.ts',
+          'invoke',
+          'tell-joke',
+          '--arg',
+          'topic=programming',
+          '--broker',
+          broker.url,
+          '--timeout',
+          '20',
+        ],
         { timeout: 30_000 },
       )
       expect(stdout).toMatch(/^Here's a pun for you:\n\n\S.*\n$/)

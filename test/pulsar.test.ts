@@ -24,7 +24,14 @@ import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { PulsarTransport } from '../bridge/transports/pulsar/pulsar-transport.ts'
 import { PulsarClient, PulsarError, type Message } from '../lib/pulsar-client/index.ts'
 import type { Delivery, Transport } from '../bridge/transports/transport.ts'
-import { PULSAR_URL, pulsarRunnable, pulsarScript, startPulsar, unloadTopic, type PulsarBroker } from './support/pulsar.ts'
+import {
+  PULSAR_URL,
+  pulsarRunnable,
+  pulsarScript,
+  startPulsar,
+  unloadTopic,
+  type PulsarBroker,
+} from './support/pulsar.ts'
 import { TRUSTGRAPH_VENV, trustgraphInstalled } from './support/trustgraph.ts'
 import { waitFor } from './support/response-tap.ts'
 import { describeTransport, keepCalling } from './support/transport-contract.ts'
@@ -97,10 +104,16 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
     maxMessageBytes: 5 * 1024 * 1024, // Pulsar's default maxMessageSize
     bigMessageBytes: 4 * 1024 * 1024,
     replicas: { kill: 'on non-persistent topics Pulsar drops what a closed consumer held, rather than redeliver it' },
-    outage: { stop: () => pulsarScript('stop').then(() => {}), start: () => pulsarScript('start', { PULSAR_KEEP_DATA: '1' }).then(() => {}) },
+    outage: {
+      stop: () => pulsarScript('stop').then(() => {}),
+      start: () => pulsarScript('start', { PULSAR_KEEP_DATA: '1' }).then(() => {}),
+    },
     // A persistent topic: Pulsar redelivers a nacked message there.
     flowControl: { queue: () => `flow:tg:pulsar-nack-${randomUUID().slice(0, 8)}`, nackedComesBackLast: true },
-    unreachable: { transport: () => new PulsarTransport('pulsar://127.0.0.1:1', { connectRetry: { retries: 1, initialRetryTime: 10 } }) },
+    unreachable: {
+      transport: () =>
+        new PulsarTransport('pulsar://127.0.0.1:1', { connectRetry: { retries: 1, initialRetryTime: 10 } }),
+    },
   })
 
   describe('the wire', () => {
@@ -108,9 +121,15 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
       await runtime(examples)
       const raw = await pulsarClient()
       const received: Message[] = []
-      await raw.subscribe({ topic: 'non-persistent://tg/response/joke', subscription: `wire-${randomUUID()}`, listener: (m) => (m.ack(), received.push(m)) })
+      await raw.subscribe({
+        topic: 'non-persistent://tg/response/joke',
+        subscription: `wire-${randomUUID()}`,
+        listener: (m) => (m.ack(), received.push(m)),
+      })
       const producer = await raw.createProducer({ topic: 'non-persistent://tg/request/joke' })
-      await producer.send(encodeRequest({ config: { style: 'pun' }, arguments: { topic: 'cats' } }), { properties: { id: 'tg-wire-1' } })
+      await producer.send(encodeRequest({ config: { style: 'pun' }, arguments: { topic: 'cats' } }), {
+        properties: { id: 'tg-wire-1' },
+      })
       await waitFor('the answer', () => received.some((m) => m.properties.id === 'tg-wire-1'), CALL_TIMEOUT_MS)
       const answer = received.find((m) => m.properties.id === 'tg-wire-1')!
       expect(answer.properties).toEqual({ id: 'tg-wire-1' })
@@ -150,7 +169,9 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
       console.info(
         `Pulsar unload: first answer ${recovered - unloaded} ms after both unloads returned (${recovered - unloading} ms after the first was issued); ${lost} calls of the load lost or late`,
       )
-      const answers = await Promise.all(Array.from({ length: 100 }, (_, n) => c.call({ arguments: { n } }, { timeoutMs: CALL_TIMEOUT_MS })))
+      const answers = await Promise.all(
+        Array.from({ length: 100 }, (_, n) => c.call({ arguments: { n } }, { timeoutMs: CALL_TIMEOUT_MS })),
+      )
       answers.forEach((text, n) => expect(text).toBe(`A:${n}`))
     })
   })
@@ -173,13 +194,19 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
       const sender = await transport()
       await Promise.all(Array.from({ length: 300 }, (_, i) => sender.publish(queue, utf8.encode(String(i)), {})))
       await waitFor('all 300 deliveries', () => received.length === 300)
-      expect(received.map((d) => Number(Buffer.from(d.body).toString()))).toEqual(Array.from({ length: 300 }, (_, i) => i))
+      expect(received.map((d) => Number(Buffer.from(d.body).toString()))).toEqual(
+        Array.from({ length: 300 }, (_, i) => i),
+      )
       expect(mostUnsettled).toBe(1)
     })
 
     it('refuses broker URLs it cannot use, saying why', () => {
-      expect(() => new PulsarTransport('pulsar://127.0.0.1:6650?tlsValidateHostname=true')).toThrow(/need a pulsar\+ssl:\/\/ URL/)
-      expect(() => new PulsarTransport('pulsar+ssl://127.0.0.1:6651?tlsTrustCertsFilePath=/no/such/ca.pem')).toThrow(/cannot read/)
+      expect(() => new PulsarTransport('pulsar://127.0.0.1:6650?tlsValidateHostname=true')).toThrow(
+        /need a pulsar\+ssl:\/\/ URL/,
+      )
+      expect(() => new PulsarTransport('pulsar+ssl://127.0.0.1:6651?tlsTrustCertsFilePath=/no/such/ca.pem')).toThrow(
+        /cannot read/,
+      )
       expect(() => new PulsarTransport('pulsar://127.0.0.1:6650?colour=blue')).toThrow(/unknown setting "colour"/)
       expect(() => new PulsarTransport('pulsar://127.0.0.1:6650/tenant')).toThrow(/no path/)
     })
@@ -199,7 +226,9 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
       const partitioned = (await c.createProducer({ topic }).catch((err: unknown) => err)) as PulsarError
       expect(partitioned.code).toBe('Unsupported')
       expect(partitioned.message).toMatch(/partitioned \(2 partitions\)/)
-      const missing = (await c.subscribe({ topic: 'persistent://no-such-tenant/ns/t', subscription: 's', listener: () => {} }).catch((err: unknown) => err)) as PulsarError
+      const missing = (await c
+        .subscribe({ topic: 'persistent://no-such-tenant/ns/t', subscription: 's', listener: () => {} })
+        .catch((err: unknown) => err)) as PulsarError
       expect(missing).toBeInstanceOf(PulsarError)
       console.info(`Pulsar: a topic in a missing tenant fails with ${missing.code}: ${missing.message}`)
       expect(missing.code).not.toBe('Timeout')
@@ -211,7 +240,9 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
       await c.subscribe({ topic, subscription: 'only', subscriptionType: 'Exclusive', listener: () => {} })
       const second = new PulsarClient({ serviceUrl: broker.url, operationTimeoutMs: 1500 })
       cleanups.push(() => second.close())
-      const error = (await second.subscribe({ topic, subscription: 'only', subscriptionType: 'Exclusive', listener: () => {} }).catch((err: unknown) => err)) as PulsarError
+      const error = (await second
+        .subscribe({ topic, subscription: 'only', subscriptionType: 'Exclusive', listener: () => {} })
+        .catch((err: unknown) => err)) as PulsarError
       expect(error.code).toBe('ConsumerBusy')
     })
 
@@ -221,7 +252,13 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
       const producer = await c.createProducer({ topic })
       for (let i = 0; i < 5; i++) await producer.send(utf8.encode(`m${i}`))
       const got: string[] = []
-      await c.subscribe({ topic, subscription: 'late', subscriptionType: 'Failover', initialPosition: 'Earliest', listener: (m) => (m.ack(), got.push(Buffer.from(m.payload).toString())) })
+      await c.subscribe({
+        topic,
+        subscription: 'late',
+        subscriptionType: 'Failover',
+        initialPosition: 'Earliest',
+        listener: (m) => (m.ack(), got.push(Buffer.from(m.payload).toString())),
+      })
       await waitFor('five messages', () => got.length === 5)
       expect(got).toEqual(['m0', 'm1', 'm2', 'm3', 'm4'])
     })
@@ -230,7 +267,12 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
       const c = await pulsarClient()
       const topic = `persistent://public/default/redeliver-${randomUUID().slice(0, 8)}`
       const got: Message[] = []
-      const consumer = await c.subscribe({ topic, subscription: 's', subscriptionType: 'Shared', listener: (m) => got.push(m) })
+      const consumer = await c.subscribe({
+        topic,
+        subscription: 's',
+        subscriptionType: 'Shared',
+        listener: (m) => got.push(m),
+      })
       const producer = await c.createProducer({ topic })
       await producer.send(utf8.encode('a'))
       await producer.send(utf8.encode('b'))
@@ -245,13 +287,20 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
       ])
     })
 
-    const batchTest = trustgraphInstalled() ? it.each(['NONE', 'LZ4', 'ZLib', 'ZSTD', 'SNAPPY']) : it.skip.each(['(TrustGraph venv missing)'])
+    const batchTest = trustgraphInstalled()
+      ? it.each(['NONE', 'LZ4', 'ZLib', 'ZSTD', 'SNAPPY'])
+      : it.skip.each(['(TrustGraph venv missing)'])
     batchTest('reads 50 messages that the native Python client sent batched with compression %s', async (codec) => {
       const c = await pulsarClient()
       const topic = `persistent://public/default/batch-${codec.toLowerCase()}-${randomUUID().slice(0, 8)}`
       const got: Message[] = []
       const errors: PulsarError[] = []
-      await c.subscribe({ topic, subscription: 's', listener: (m) => (m.ack(), got.push(m)), onError: (e) => errors.push(e) })
+      await c.subscribe({
+        topic,
+        subscription: 's',
+        listener: (m) => (m.ack(), got.push(m)),
+        onError: (e) => errors.push(e),
+      })
       await run(`${TRUSTGRAPH_VENV}/bin/python`, [BATCH_PRODUCER, broker.url, topic, codec, '50'], { timeout: 60_000 })
       await waitFor('50 messages', () => got.length === 50)
       expect(errors).toEqual([])

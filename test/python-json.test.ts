@@ -26,7 +26,9 @@ describe('pythonJsonDumps', () => {
   })
 
   it('separates with ", " and ": ", and leaves out object fields that are undefined or functions', () => {
-    expect(pythonJsonDumps({ a: 1, b: [true, null, 'x'], c: { d: {} }, e: [] })).toBe('{"a": 1, "b": [true, null, "x"], "c": {"d": {}}, "e": []}')
+    expect(pythonJsonDumps({ a: 1, b: [true, null, 'x'], c: { d: {} }, e: [] })).toBe(
+      '{"a": 1, "b": [true, null, "x"], "c": {"d": {}}, "e": []}',
+    )
     expect(pythonJsonDumps({ gone: undefined, f: () => 1, kept: 0 })).toBe('{"kept": 0}')
     // In an array, a missing value keeps its place as null.
     expect(pythonJsonDumps([undefined, 1])).toBe('[null, 1]')
@@ -45,6 +47,6 @@ describe('pythonJsonString', () => {
     expect(pythonJsonString('é')).toBe('"\\u00e9"')
     expect(pythonJsonString('漢')).toBe('"\\u6f22"')
     expect(pythonJsonString('a😀b')).toBe('"a\\ud83d\\ude00b"')
-    expect(pythonJsonDumps({ 'clé': 'valeur é' })).toBe('{"cl\\u00e9": "valeur \\u00e9"}')
+    expect(pythonJsonDumps({ clé: 'valeur é' })).toBe('{"cl\\u00e9": "valeur \\u00e9"}')
   })
 })

@@ -99,7 +99,10 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
     return started
   }
 
-  async function transport(url = broker.url, options: ConstructorParameters<typeof RabbitTransport>[1] = {}): Promise<RabbitTransport> {
+  async function transport(
+    url = broker.url,
+    options: ConstructorParameters<typeof RabbitTransport>[1] = {},
+  ): Promise<RabbitTransport> {
     const created = new RabbitTransport(url, options)
     await created.connect()
     cleanups.push(() => created.close())
@@ -118,7 +121,11 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
     try {
       expect(coalesceWrites(model)).toBe(true)
       const channel = await model.createConfirmChannel()
-      await new Promise<void>((resolve, reject) => channel.publish('', 'toolbridge-coalesce-check', Buffer.from('x'), {}, (err: unknown) => (err ? reject(err) : resolve())))
+      await new Promise<void>((resolve, reject) =>
+        channel.publish('', 'toolbridge-coalesce-check', Buffer.from('x'), {}, (err: unknown) =>
+          err ? reject(err) : resolve(),
+        ),
+      )
     } finally {
       await model.close()
     }
@@ -131,14 +138,20 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
     maxMessageBytes: 128 * 1024 * 1024, // RabbitMQ's default max_message_size
     bigMessageBytes: 10 * 1024 * 1024, // over the default limits of Pulsar and Kafka
     replicas: { kill: true },
-    outage: { stop: () => rabbitmqctl('stop_app').then(() => {}), start: () => rabbitmqctl('start_app').then(() => {}) },
+    outage: {
+      stop: () => rabbitmqctl('stop_app').then(() => {}),
+      start: () => rabbitmqctl('start_app').then(() => {}),
+    },
     flowControl: {
       queue: () => 'request:tg:rabbit-prefetch',
       heldByBroker: (queue) => readyInQueue(subQueue(queue)),
       drop: (queue) => deleteQueue(subQueue(queue)),
     },
     unreachable: {
-      transport: () => new RabbitTransport('amqp://guest:Another-Secret-Pw@127.0.0.1:1/', { connectRetry: { retries: 2, initialRetryTime: 10 } }),
+      transport: () =>
+        new RabbitTransport('amqp://guest:Another-Secret-Pw@127.0.0.1:1/', {
+          connectRetry: { retries: 2, initialRetryTime: 10 },
+        }),
       secret: 'Another-Secret-Pw',
     },
   })
@@ -156,7 +169,11 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
       // differently, the broker would close the channel with PRECONDITION_FAILED here.
       await channel.assertExchange('tg.request.joke', 'fanout', { durable: true, autoDelete: false, internal: false })
       await channel.assertExchange('tg.response.joke', 'fanout', { durable: true, autoDelete: false, internal: false })
-      await channel.assertQueue('tg.request.joke.joke-service-request', { durable: false, exclusive: false, autoDelete: false })
+      await channel.assertQueue('tg.request.joke.joke-service-request', {
+        durable: false,
+        exclusive: false,
+        autoDelete: false,
+      })
       const { queue } = await channel.assertQueue('', { durable: false, exclusive: true, autoDelete: true })
       await channel.bindQueue(queue, 'tg.response.joke', '')
       const received: ConsumeMessage[] = []
@@ -169,7 +186,11 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
         headers: { id: 'tg-wire-1' },
       })
 
-      await waitFor('the response', () => received.some((m) => m.properties.headers?.id === 'tg-wire-1'), CALL_TIMEOUT_MS)
+      await waitFor(
+        'the response',
+        () => received.some((m) => m.properties.headers?.id === 'tg-wire-1'),
+        CALL_TIMEOUT_MS,
+      )
       const response = received.find((m) => m.properties.headers?.id === 'tg-wire-1')!
       expect(response.fields.exchange).toBe('tg.response.joke')
       expect(response.properties.contentType).toBe('application/json')
@@ -241,7 +262,9 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
         Array.from({ length: 50 }, (_, n) => c.call({ arguments: { n } }, { timeoutMs: CALL_TIMEOUT_MS })),
       )
       answers.forEach((text, n) => expect(text).toBe(`A:${n}`))
-      expect(await metricValue(bridge, 'toolbridge_transport_reconnects_total{transport="rabbitmq"}')).toBeGreaterThan(0)
+      expect(await metricValue(bridge, 'toolbridge_transport_reconnects_total{transport="rabbitmq"}')).toBeGreaterThan(
+        0,
+      )
     })
   })
 

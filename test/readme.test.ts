@@ -53,7 +53,15 @@ const TEST_TIMEOUT_MS = 2 * COMMAND_TIMEOUT_MS
 interface Block {
   /** 1-based line of the block's opening fence in README.md. */
   line: number
-  attributes: { exit: number; expect: string[]; server: boolean; background: boolean; file?: string; inScratch: boolean; needsRabbitmq: boolean }
+  attributes: {
+    exit: number
+    expect: string[]
+    server: boolean
+    background: boolean
+    file?: string
+    inScratch: boolean
+    needsRabbitmq: boolean
+  }
   text: string
 }
 
@@ -66,17 +74,29 @@ function runnableBlocks(markdown: string): Block[] {
     if (!marker) continue
     let fence = i + 1
     while (fence < lines.length && lines[fence]!.trim() === '') fence++
-    if (!/^```/.test(lines[fence] ?? '')) throw new Error(`README.md:${i + 1}: a run marker must come right before a code block`)
+    if (!/^```/.test(lines[fence] ?? ''))
+      throw new Error(`README.md:${i + 1}: a run marker must come right before a code block`)
     const end = lines.findIndex((line, at) => at > fence && /^```\s*$/.test(line))
     if (end < 0) throw new Error(`README.md:${fence + 1}: code block never closed`)
-    blocks.push({ line: fence + 1, attributes: parseAttributes(marker[1]!, i + 1), text: lines.slice(fence + 1, end).join('\n') + '\n' })
+    blocks.push({
+      line: fence + 1,
+      attributes: parseAttributes(marker[1]!, i + 1),
+      text: lines.slice(fence + 1, end).join('\n') + '\n',
+    })
     i = end
   }
   return blocks
 }
 
 function parseAttributes(text: string, line: number): Block['attributes'] {
-  const attributes: Block['attributes'] = { exit: 0, expect: [], server: false, background: false, inScratch: false, needsRabbitmq: false }
+  const attributes: Block['attributes'] = {
+    exit: 0,
+    expect: [],
+    server: false,
+    background: false,
+    inScratch: false,
+    needsRabbitmq: false,
+  }
   for (const [, name, doubleQuoted, singleQuoted, bare] of text.matchAll(/(\w+)(?:="([^"]*)"|='([^']*)'|=(\S+))?/g)) {
     const value = doubleQuoted ?? singleQuoted ?? bare
     if (name === 'exit' && value !== undefined && /^\d+$/.test(value)) attributes.exit = Number(value)
@@ -153,14 +173,20 @@ describe('README.md, run', () => {
     rmSync(scratch, { recursive: true, force: true })
   })
 
-  const localize = (command: string) => command.replace(/\b8080\b/g, String(port)).replaceAll('@rabbitmq:5672', '@127.0.0.1:5672')
+  const localize = (command: string) =>
+    command.replace(/\b8080\b/g, String(port)).replaceAll('@rabbitmq:5672', '@127.0.0.1:5672')
 
   function run(command: string, cwd: string): Promise<{ code: number | null; output: string }> {
     return new Promise((resolve) => {
-      execFile('bash', ['-c', command], { cwd, env, timeout: COMMAND_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : null) : 0
-        resolve({ code, output: stdout + stderr })
-      })
+      execFile(
+        'bash',
+        ['-c', command],
+        { cwd, env, timeout: COMMAND_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 },
+        (error, stdout, stderr) => {
+          const code = error ? (typeof error.code === 'number' ? error.code : null) : 0
+          resolve({ code, output: stdout + stderr })
+        },
+      )
     })
   }
 
@@ -188,7 +214,10 @@ describe('README.md, run', () => {
     for (;;) {
       if (exitedEarly) throw new Error(`\`${command}\` exited before serving:\n${output}`)
       if (Date.now() > deadline) throw new Error(`\`${command}\` did not become ready:\n${output}`)
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((res) => res.ok, () => false)
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (res) => res.ok,
+        () => false,
+      )
       if (ready && expected.every((fragment) => output.includes(fragment))) return
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
@@ -201,31 +230,40 @@ describe('README.md, run', () => {
   for (const block of blocks) {
     const { attributes } = block
     const title = `README.md:${block.line}: ${attributes.file ?? commandsOf(block.text)[0] ?? ''}`
-    it(title, async ({ skip }) => {
-      if (attributes.needsRabbitmq && !rabbitmq) skip('RabbitMQ does not answer on 127.0.0.1:5672')
-      if (attributes.file !== undefined) {
-        const path = join(scratch, attributes.file)
-        mkdirSync(dirname(path), { recursive: true })
-        writeFileSync(path, block.text)
-        return
-      }
-      const cwd = attributes.inScratch ? scratch : ROOT
-      if (attributes.server) {
-        const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }
-        await startServer(scripts.start, ROOT, [])
-      }
-      const commands = commandsOf(block.text).map(localize)
-      if (attributes.background) {
-        expect(commands, 'a background block holds one command').toHaveLength(1)
-        return startServer(commands[0]!, cwd, attributes.expect.map(localize))
-      }
-      let output = ''
-      for (const command of commands) {
-        const result = await run(command, cwd)
-        output += result.output
-        expect({ command, code: result.code, output: result.output }).toMatchObject({ command, code: attributes.exit })
-      }
-      for (const fragment of attributes.expect.map(localize)) expect(output).toContain(fragment)
-    }, TEST_TIMEOUT_MS)
+    it(
+      title,
+      async ({ skip }) => {
+        if (attributes.needsRabbitmq && !rabbitmq) skip('RabbitMQ does not answer on 127.0.0.1:5672')
+        if (attributes.file !== undefined) {
+          const path = join(scratch, attributes.file)
+          mkdirSync(dirname(path), { recursive: true })
+          writeFileSync(path, block.text)
+          return
+        }
+        const cwd = attributes.inScratch ? scratch : ROOT
+        if (attributes.server) {
+          const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+            scripts: { start: string }
+          }
+          await startServer(scripts.start, ROOT, [])
+        }
+        const commands = commandsOf(block.text).map(localize)
+        if (attributes.background) {
+          expect(commands, 'a background block holds one command').toHaveLength(1)
+          return startServer(commands[0]!, cwd, attributes.expect.map(localize))
+        }
+        let output = ''
+        for (const command of commands) {
+          const result = await run(command, cwd)
+          output += result.output
+          expect({ command, code: result.code, output: result.output }).toMatchObject({
+            command,
+            code: attributes.exit,
+          })
+        }
+        for (const fragment of attributes.expect.map(localize)) expect(output).toContain(fragment)
+      },
+      TEST_TIMEOUT_MS,
+    )
   }
 })

@@ -12,9 +12,15 @@ describe('redact', () => {
   })
 
   it('replaces query parameters that name a secret, and keeps the others', () => {
-    expect(redact('amqps://tg@rabbit:5671/?password=s3cret&heartbeat=10')).toBe('amqps://***@rabbit:5671/?password=***&heartbeat=10')
-    expect(redact('kafka://broker:9092?sasl_token=abc&client_id=tb')).toBe('kafka://broker:9092?sasl_token=***&client_id=tb')
-    expect(redact('pulsar://p:6650?tlsTrustCertsFilePath=/etc/ca.pem')).toBe('pulsar://p:6650?tlsTrustCertsFilePath=/etc/ca.pem')
+    expect(redact('amqps://tg@rabbit:5671/?password=s3cret&heartbeat=10')).toBe(
+      'amqps://***@rabbit:5671/?password=***&heartbeat=10',
+    )
+    expect(redact('kafka://broker:9092?sasl_token=abc&client_id=tb')).toBe(
+      'kafka://broker:9092?sasl_token=***&client_id=tb',
+    )
+    expect(redact('pulsar://p:6650?tlsTrustCertsFilePath=/etc/ca.pem')).toBe(
+      'pulsar://p:6650?tlsTrustCertsFilePath=/etc/ca.pem',
+    )
   })
 
   it('leaves a URL without secrets as it is', () => {

@@ -21,8 +21,11 @@ const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k
 
 function toolbridge(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['bridge/cli/main.ts', ...args], { cwd: ROOT, env: cleanEnv(), timeout: 30_000 }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      ['bridge/cli/main.ts', ...args],
+      { cwd: ROOT, env: cleanEnv(), timeout: 30_000 },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     )
   })
 }
@@ -51,14 +54,26 @@ describe('the config items register sends', () => {
   it('add the mcp entries and mcp-tool tools with an MCP endpoint', () => {
     const items = registrationItems(project.services, { mcp: { url: 'http://toolbridge:8080/mcp', authToken: 't' } })
     expect(items.filter((i) => i.type === 'mcp').map((i) => i.key)).toEqual(['tell-joke', 'calculate', 'tell-story'])
-    expect(items.filter((i) => i.type === 'tool').map((i) => i.key)).toEqual(['tell-joke', 'calculate', 'tell-story', 'tell-joke-mcp', 'calculate-mcp', 'tell-story-mcp'])
+    expect(items.filter((i) => i.type === 'tool').map((i) => i.key)).toEqual([
+      'tell-joke',
+      'calculate',
+      'tell-story',
+      'tell-joke-mcp',
+      'calculate-mcp',
+      'tell-story-mcp',
+    ])
     const mcp = items.find((i) => i.type === 'mcp' && i.key === 'tell-joke')!
     expect(mcp.value).toBe('{"remote-name": "tell-joke", "url": "http://toolbridge:8080/mcp", "auth-token": "t"}')
   })
 })
 
 describe("TrustGraph's agent's refusals, checked before sending", () => {
-  const service = { id: 's', 'request-queue': 'request:tg:s', 'response-queue': 'response:tg:s', 'config-params': [{ name: 'region', required: true }, 'mode'] }
+  const service = {
+    id: 's',
+    'request-queue': 'request:tg:s',
+    'response-queue': 'response:tg:s',
+    'config-params': [{ name: 'region', required: true }, 'mode'],
+  }
   const tool = { type: 'tool-service', name: 't', description: 'd', service: 's', region: 'eu', arguments: [] }
 
   it('passes a tool that has what its service requires', () => {
@@ -68,9 +83,15 @@ describe("TrustGraph's agent's refusals, checked before sending", () => {
   it("words each refusal as the agent's on_tools_config does", () => {
     const { region: _, ...withoutRegion } = tool
     expect(agentToolRefusal(withoutRegion, { s: service })).toBe("Tool t missing required config param 'region'")
-    expect(agentToolRefusal({ ...tool, service: 'x' }, { s: service })).toBe("Tool t references unknown tool-service 'x'")
-    expect(agentToolRefusal({ ...tool, service: '' }, { s: service })).toBe("Tool t has type 'tool-service' but no 'service' reference")
-    expect(agentToolRefusal(tool, { s: { ...service, 'response-queue': '' } })).toBe("Tool-service 's' must define 'request-queue' and 'response-queue'")
+    expect(agentToolRefusal({ ...tool, service: 'x' }, { s: service })).toBe(
+      "Tool t references unknown tool-service 'x'",
+    )
+    expect(agentToolRefusal({ ...tool, service: '' }, { s: service })).toBe(
+      "Tool t has type 'tool-service' but no 'service' reference",
+    )
+    expect(agentToolRefusal(tool, { s: { ...service, 'response-queue': '' } })).toBe(
+      "Tool-service 's' must define 'request-queue' and 'response-queue'",
+    )
   })
 
   it('never requires a bare-string config param, and leaves mcp-tool tools alone', () => {
@@ -107,7 +128,12 @@ describe('registering with the configuration service of `toolbridge start` on th
       'response-queue': 'response:tg:joke',
       'config-params': [{ name: 'style', required: false }],
     })
-    expect(JSON.parse(tellJoke!)).toMatchObject({ type: 'tool-service', name: 'tell-joke', service: 'joke-service', style: 'pun' })
+    expect(JSON.parse(tellJoke!)).toMatchObject({
+      type: 'tool-service',
+      name: 'tell-joke',
+      service: 'joke-service',
+      style: 'pun',
+    })
     expect(other).toBe(tellJoke)
     expect(await client.get('default', [{ type: 'tool', key: 'tell-joke' }])).toEqual([null])
   })
@@ -132,7 +158,11 @@ describe('registering with the configuration service of `toolbridge start` on th
   it("sends nothing when a tool lacks a required config param, and says so in the agent's words", async () => {
     const joke = project.services.find((s) => s.id === 'joke-service')!
     // What serverless.yml's own checks would not let through: a tool without its service's required param.
-    const broken = { ...joke, configParams: [{ name: 'style', required: true }], tools: joke.tools.map((t) => ({ ...t, config: {} })) }
+    const broken = {
+      ...joke,
+      configParams: [{ name: 'style', required: true }],
+      tools: joke.tools.map((t) => ({ ...t, config: {} })),
+    }
     const before = runtime.configService!.store.version
     await expect(registerOn(await runtime.connectClient(), [broken], { workspace: 'team-c' })).rejects.toThrow(
       "TrustGraph's agent would refuse it: Tool tell-joke missing required config param 'style'",
@@ -146,12 +176,19 @@ describe('toolbridge register / start --register', () => {
   it('prints with --dry-run the put request it would send, with valid config items', async () => {
     const run = await toolbridge('register', '--dry-run', '--workspace', 'team-a')
     expect(run).toMatchObject({ code: 0, stderr: '' })
-    const printed = JSON.parse(run.stdout) as { operation: string; workspace: string; values: { type: string; key: string; value: string }[] }
+    const printed = JSON.parse(run.stdout) as {
+      operation: string
+      workspace: string
+      values: { type: string; key: string; value: string }[]
+    }
     expect(printed.operation).toBe('put')
     expect(printed.workspace).toBe('team-a')
     expect(printed.values.map((v) => `${v.type}/${v.key}`)).toEqual(EXPECTED_KEYS)
-    const services = Object.fromEntries(printed.values.filter((v) => v.type === 'tool-service').map((v) => [v.key, JSON.parse(v.value)]))
-    for (const v of printed.values.filter((v) => v.type === 'tool')) expect(agentToolRefusal(JSON.parse(v.value), services)).toBeUndefined()
+    const services = Object.fromEntries(
+      printed.values.filter((v) => v.type === 'tool-service').map((v) => [v.key, JSON.parse(v.value)]),
+    )
+    for (const v of printed.values.filter((v) => v.type === 'tool'))
+      expect(agentToolRefusal(JSON.parse(v.value), services)).toBeUndefined()
   })
 
   it('needs --broker outside --dry-run, and says where registration goes instead', async () => {
@@ -169,7 +206,11 @@ describe('toolbridge register / start --register', () => {
   it('prints with unregister --dry-run every key it would delete, MCP entries included', async () => {
     const run = await toolbridge('unregister', '--dry-run', '--workspace', 'team-a')
     expect(run).toMatchObject({ code: 0, stderr: '' })
-    const printed = JSON.parse(run.stdout) as { operation: string; workspace: string; keys: { type: string; key: string }[] }
+    const printed = JSON.parse(run.stdout) as {
+      operation: string
+      workspace: string
+      keys: { type: string; key: string }[]
+    }
     expect(printed).toMatchObject({ operation: 'delete', workspace: 'team-a' })
     expect(printed.keys.map((k) => `${k.type}/${k.key}`)).toEqual([
       ...EXPECTED_KEYS,
@@ -183,12 +224,16 @@ describe('toolbridge register / start --register', () => {
   })
 
   it('start --register announces the tools once it serves, and still serves them', async () => {
-    const child = spawn(process.execPath, ['bridge/cli/main.ts', 'start', '--register', '--port', '0', '--invoker', 'in-process'], {
-      cwd: ROOT,
-      env: cleanEnv(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: 30_000,
-    })
+    const child = spawn(
+      process.execPath,
+      ['bridge/cli/main.ts', 'start', '--register', '--port', '0', '--invoker', 'in-process'],
+      {
+        cwd: ROOT,
+        env: cleanEnv(),
+        stdio: ['ignore', 'pipe', 'pipe'],
+        timeout: 30_000,
+      },
+    )
     let stdout = ''
     try {
       const url = await new Promise<string>((resolve, reject) => {

@@ -18,12 +18,18 @@ import { MemoryTransport } from '../bridge/transports/memory/memory-transport.ts
 import { encodeRequest, type ToolRequest } from '../shared/protocol.ts'
 import { ResponseTap } from './support/response-tap.ts'
 
-type ToolBlock = { name: string; config?: Record<string, string | number | boolean>; arguments?: { name: string; type: string; required?: boolean }[] }
+type ToolBlock = {
+  name: string
+  config?: Record<string, string | number | boolean>
+  arguments?: { name: string; type: string; required?: boolean }[]
+}
 
 /** One tool service as serverless.yml declares it; config params, unless given, are the tools' config keys. */
 function serviceOf(
   tools: ToolBlock[],
-  configParams: (string | { name: string; required?: boolean })[] = [...new Set(tools.flatMap((t) => Object.keys(t.config ?? {})))],
+  configParams: (string | { name: string; required?: boolean })[] = [
+    ...new Set(tools.flatMap((t) => Object.keys(t.config ?? {}))),
+  ],
 ): ToolServiceSpec {
   const [spec] = readToolServices({
     functions: {
@@ -46,7 +52,11 @@ function serviceOf(
   return spec
 }
 
-const request = (config: Record<string, unknown>, args: Record<string, unknown> = {}): ToolRequest => ({ user: 'u', config, arguments: args })
+const request = (config: Record<string, unknown>, args: Record<string, unknown> = {}): ToolRequest => ({
+  user: 'u',
+  config,
+  arguments: args,
+})
 
 /** Two tools on one service, told apart by `mode`, each with its own arguments. */
 const WEATHER = serviceOf([
@@ -60,21 +70,37 @@ describe('a service of several tools: the tool is the one whose config values th
 
   it('applies the chosen tool’s argument rules, converting as they say', () => {
     expect(toolOf({ mode: 'forecast' })).toBe('forecast')
-    expect(check(request({ mode: 'forecast' }, { days: '3' }))).toStrictEqual({ ok: true, request: request({ mode: 'forecast' }, { days: 3 }) })
+    expect(check(request({ mode: 'forecast' }, { days: '3' }))).toStrictEqual({
+      ok: true,
+      request: request({ mode: 'forecast' }, { days: 3 }),
+    })
     expect(check(request({ mode: 'forecast' }, { days: 'soon' }))).toStrictEqual({
       ok: false,
       kind: 'invalid-arguments',
       message: 'invalid arguments: "days" must be an integer, got the string "soon"',
     })
-    expect(check(request({ mode: 'forecast' }, {}))).toMatchObject({ ok: false, kind: 'invalid-arguments', message: 'invalid arguments: "days" is required' })
+    expect(check(request({ mode: 'forecast' }, {}))).toMatchObject({
+      ok: false,
+      kind: 'invalid-arguments',
+      message: 'invalid arguments: "days" is required',
+    })
   })
 
   it('does not apply another tool’s rules', () => {
     expect(toolOf({ mode: 'alerts' })).toBe('alerts')
     // "days" is not an argument of alerts: it passes as it came, and nothing is required.
-    expect(check(request({ mode: 'alerts' }, { days: 'soon' }))).toStrictEqual({ ok: true, request: request({ mode: 'alerts' }, { days: 'soon' }) })
-    expect(check(request({ mode: 'alerts' }, { severe: 'true' }))).toStrictEqual({ ok: true, request: request({ mode: 'alerts' }, { severe: true }) })
-    expect(check(request({ mode: 'alerts' }, { severe: 'very' }))).toMatchObject({ ok: false, kind: 'invalid-arguments' })
+    expect(check(request({ mode: 'alerts' }, { days: 'soon' }))).toStrictEqual({
+      ok: true,
+      request: request({ mode: 'alerts' }, { days: 'soon' }),
+    })
+    expect(check(request({ mode: 'alerts' }, { severe: 'true' }))).toStrictEqual({
+      ok: true,
+      request: request({ mode: 'alerts' }, { severe: true }),
+    })
+    expect(check(request({ mode: 'alerts' }, { severe: 'very' }))).toMatchObject({
+      ok: false,
+      kind: 'invalid-arguments',
+    })
     expect(check(request({ mode: 'forecast' }, { days: 1, severe: 'very' }))).toMatchObject({ ok: true })
   })
 
@@ -98,8 +124,13 @@ describe('a service of several tools: the tool is the one whose config values th
     ])
     expect(compileToolIdentifier(levels)({ level: '2', strict: 'true' })).toBe('high')
     expect(compileToolIdentifier(levels)({ level: 1, strict: false })).toBe('low')
-    expect(compileRequestCheck(levels)(request({ level: '2', strict: 'true' }, { q: 'x' }))).toMatchObject({ ok: false, kind: 'invalid-arguments' })
-    expect(compileRequestCheck(levels)(request({ level: '1', strict: 'false' }, { q: 'x' }))).toMatchObject({ ok: true })
+    expect(compileRequestCheck(levels)(request({ level: '2', strict: 'true' }, { q: 'x' }))).toMatchObject({
+      ok: false,
+      kind: 'invalid-arguments',
+    })
+    expect(compileRequestCheck(levels)(request({ level: '1', strict: 'false' }, { q: 'x' }))).toMatchObject({
+      ok: true,
+    })
   })
 
   it('needs every config value of a tool, and only its own: an inherited property does not count', () => {
@@ -112,13 +143,18 @@ describe('a service of several tools: the tool is the one whose config values th
     expect(toolOfRegional({ mode: 'forecast' })).toBe('')
     expect(toolOfRegional({ region: 'us' })).toBe('')
     expect(compileRequestCheck(regional)(request({ mode: 'forecast' }, { days: 1.5 }))).toMatchObject({ ok: true })
-    expect(compileRequestCheck(regional)(request({ mode: 'forecast', region: 'eu' }, { days: 1.5 }))).toMatchObject({ ok: false })
+    expect(compileRequestCheck(regional)(request({ mode: 'forecast', region: 'eu' }, { days: 1.5 }))).toMatchObject({
+      ok: false,
+    })
 
     const withInherited = Object.create({ region: 'eu' }) as Record<string, unknown>
     withInherited.mode = 'forecast'
     expect(toolOfRegional(withInherited)).toBe('')
     // A value that reads like a missing one is still not a missing one.
-    const literal = serviceOf([{ name: 'odd', config: { region: 'undefined' } }, { name: 'even', config: { region: 'eu' } }])
+    const literal = serviceOf([
+      { name: 'odd', config: { region: 'undefined' } },
+      { name: 'even', config: { region: 'eu' } },
+    ])
     expect(compileToolIdentifier(literal)({})).toBe('')
     expect(compileToolIdentifier(literal)({ region: 'undefined' })).toBe('odd')
   })
@@ -136,7 +172,10 @@ describe('a service of several tools: the tool is the one whose config values th
     // Their rules differ (a string for "any", an integer for the others): neither set applies.
     expect(compileRequestCheck(overlapping)(request({ strict: 'yes' }, { n: 'x' }))).toMatchObject({ ok: true })
     expect(compileRequestCheck(overlapping)(request({ strict: 'yes' }, { n: 5 }))).toMatchObject({ ok: true })
-    expect(compileRequestCheck(overlapping)(request({ strict: 'no' }, { n: 5 }))).toMatchObject({ ok: false, kind: 'invalid-arguments' })
+    expect(compileRequestCheck(overlapping)(request({ strict: 'no' }, { n: 5 }))).toMatchObject({
+      ok: false,
+      kind: 'invalid-arguments',
+    })
 
     const agreeing = serviceOf([
       { name: 'strict', config: { strict: 'yes' }, arguments: [{ name: 'n', type: 'integer' }] },
@@ -144,7 +183,10 @@ describe('a service of several tools: the tool is the one whose config values th
       { name: 'loose', config: { strict: 'no' }, arguments: [{ name: 'n', type: 'string' }] },
     ])
     expect(compileToolIdentifier(agreeing)({ strict: 'yes' })).toBe('')
-    expect(compileRequestCheck(agreeing)(request({ strict: 'yes' }, { n: 'x' }))).toMatchObject({ ok: false, kind: 'invalid-arguments' })
+    expect(compileRequestCheck(agreeing)(request({ strict: 'yes' }, { n: 'x' }))).toMatchObject({
+      ok: false,
+      kind: 'invalid-arguments',
+    })
   })
 
   it('applies the rules every tool shares to every request, whichever tool it is for', () => {
@@ -153,8 +195,14 @@ describe('a service of several tools: the tool is the one whose config values th
       { name: 'forecast', config: { mode: 'forecast' }, arguments: same },
       { name: 'alerts', config: { mode: 'alerts' }, arguments: same },
     ])
-    expect(compileRequestCheck(shared)(request({ mode: 'tides' }, {}))).toMatchObject({ ok: false, message: 'invalid arguments: "city" is required' })
-    expect(compileRequestCheck(shared)(request({}, { city: 7 }))).toMatchObject({ ok: false, kind: 'invalid-arguments' })
+    expect(compileRequestCheck(shared)(request({ mode: 'tides' }, {}))).toMatchObject({
+      ok: false,
+      message: 'invalid arguments: "city" is required',
+    })
+    expect(compileRequestCheck(shared)(request({}, { city: 7 }))).toMatchObject({
+      ok: false,
+      kind: 'invalid-arguments',
+    })
   })
 
   it('tells rules apart by name, type and whether they are required', () => {
@@ -174,8 +222,22 @@ describe('a service of several tools: the tool is the one whose config values th
     const twoRules = (secondType: string) =>
       compileRequestCheck(
         serviceOf([
-          { name: 'a', config: { t: 'a' }, arguments: [{ name: 'x', type: 'string', required: true }, { name: 'y', type: 'string' }] },
-          { name: 'b', config: { t: 'b' }, arguments: [{ name: 'x', type: 'string', required: true }, { name: 'y', type: secondType }] },
+          {
+            name: 'a',
+            config: { t: 'a' },
+            arguments: [
+              { name: 'x', type: 'string', required: true },
+              { name: 'y', type: 'string' },
+            ],
+          },
+          {
+            name: 'b',
+            config: { t: 'b' },
+            arguments: [
+              { name: 'x', type: 'string', required: true },
+              { name: 'y', type: secondType },
+            ],
+          },
         ]),
       )
     expect(twoRules('integer')(request({}, {}))).toMatchObject({ ok: true })
@@ -198,7 +260,12 @@ describe('the tool label of a request (metrics and logs)', () => {
 
   it('is empty for zero matches and for several, and the one tool for one', () => {
     const toolOf = compileToolIdentifier(
-      serviceOf([{ name: 'a', config: { k: '1' } }, { name: 'b', config: { k: '2' } }, { name: 'c', config: { k: '2' } }, { name: 'd', config: { k: '3' } }]),
+      serviceOf([
+        { name: 'a', config: { k: '1' } },
+        { name: 'b', config: { k: '2' } },
+        { name: 'c', config: { k: '2' } },
+        { name: 'd', config: { k: '3' } },
+      ]),
     )
     expect(toolOf({ k: '0' })).toBe('')
     expect(toolOf({ k: '1' })).toBe('a')
@@ -208,7 +275,10 @@ describe('the tool label of a request (metrics and logs)', () => {
 })
 
 describe('required config params', () => {
-  const spec = serviceOf([{ name: 'joke', config: { style: 'pun', region: 'eu' } }], [{ name: 'style', required: true }, { name: 'region', required: true }, 'tone'])
+  const spec = serviceOf(
+    [{ name: 'joke', config: { style: 'pun', region: 'eu' } }],
+    [{ name: 'style', required: true }, { name: 'region', required: true }, 'tone'],
+  )
   const check = compileRequestCheck(spec)
 
   it('refuses a request without one, naming it', () => {
@@ -228,7 +298,11 @@ describe('required config params', () => {
   })
 
   it('refuses one sent as null (JSON has no other way to leave it out)', () => {
-    expect(check(request({ style: null, region: 'eu' }))).toMatchObject({ ok: false, kind: 'missing-config', message: 'tool service "weather" requires config param "style"' })
+    expect(check(request({ style: null, region: 'eu' }))).toMatchObject({
+      ok: false,
+      kind: 'missing-config',
+      message: 'tool service "weather" requires config param "style"',
+    })
   })
 
   it('does not count an inherited property as sent', () => {
@@ -280,7 +354,11 @@ function recordingMetrics() {
 describe('the bridge refuses before invoking', () => {
   const CONFIGURED = serviceOf(
     [
-      { name: 'forecast', config: { mode: 'forecast' }, arguments: [{ name: 'days', type: 'integer', required: true }] },
+      {
+        name: 'forecast',
+        config: { mode: 'forecast' },
+        arguments: [{ name: 'days', type: 'integer', required: true }],
+      },
       { name: 'alerts', config: { mode: 'alerts' } },
       { name: 'also-alerts', config: { mode: 'alerts' } },
     ],
@@ -297,7 +375,9 @@ describe('the bridge refuses before invoking', () => {
     // The function would refuse a missing config the same way: only the record of calls tells who refused.
     const invoker = new RecordingInvoker((event) => {
       const config = (event as ToolRequest).config
-      return config.mode === undefined || config.mode === null ? { ok: false, kind: 'missing-config', message: 'the function: no mode' } : { ok: true, text: 'sunny' }
+      return config.mode === undefined || config.mode === null
+        ? { ok: false, kind: 'missing-config', message: 'the function: no mode' }
+        : { ok: true, text: 'sunny' }
     })
     const { metrics, received, answered } = recordingMetrics()
     bridge = createBridge({ transport, invoker, services: [CONFIGURED], metrics })
@@ -320,7 +400,10 @@ describe('the bridge refuses before invoking', () => {
       end_of_stream: true,
     })
     const asNull = await ask('r2', encodeRequest({ config: { mode: null }, arguments: { days: 2 } }))
-    expect(asNull.response.error).toStrictEqual({ type: 'missing-config', message: 'tool service "weather" requires config param "mode"' })
+    expect(asNull.response.error).toStrictEqual({
+      type: 'missing-config',
+      message: 'tool service "weather" requires config param "mode"',
+    })
     expect(invoker.calls).toHaveLength(0)
     expect(received).toStrictEqual(['', ''])
     expect(answered).toStrictEqual([
@@ -332,7 +415,10 @@ describe('the bridge refuses before invoking', () => {
   it('answers arguments that break the tool’s rules with invalid-arguments, the function never called', async () => {
     const { invoker, ask, answered } = await start()
     const answer = await ask('r3', encodeRequest({ config: { mode: 'forecast' }, arguments: { days: 'soon' } }))
-    expect(answer.response.error).toStrictEqual({ type: 'invalid-arguments', message: 'invalid arguments: "days" must be an integer, got the string "soon"' })
+    expect(answer.response.error).toStrictEqual({
+      type: 'invalid-arguments',
+      message: 'invalid arguments: "days" must be an integer, got the string "soon"',
+    })
     expect(invoker.calls).toHaveLength(0)
     expect(answered).toStrictEqual([['forecast', 'invalid-arguments']])
   })
@@ -341,7 +427,9 @@ describe('the bridge refuses before invoking', () => {
     const { invoker, ask, received, answered } = await start()
     const answer = await ask('r4', encodeRequest({ config: { mode: 'forecast' }, arguments: { days: '2' } }))
     expect(answer.response).toStrictEqual({ error: null, response: 'sunny', end_of_stream: true })
-    expect(invoker.calls.map((c) => c.event)).toStrictEqual([{ user: '', config: { mode: 'forecast' }, arguments: { days: 2 } }])
+    expect(invoker.calls.map((c) => c.event)).toStrictEqual([
+      { user: '', config: { mode: 'forecast' }, arguments: { days: 2 } },
+    ])
     await ask('r5', encodeRequest({ config: { mode: 'alerts' }, arguments: {} }))
     await ask('r6', encodeRequest({ config: { mode: 'tides' }, arguments: {} }))
     expect(invoker.calls).toHaveLength(3)

@@ -58,7 +58,9 @@ describe('single mode', () => {
     responder.chunk('Hello, ')
     responder.chunk('wor')
     await responder.finish({ ok: true, text: 'ld' })
-    expect(broker.bodies.map(text)).toStrictEqual(['{"error": null, "response": "Hello, world", "end_of_stream": true}'])
+    expect(broker.bodies.map(text)).toStrictEqual([
+      '{"error": null, "response": "Hello, world", "end_of_stream": true}',
+    ])
   })
 
   it('publishes nothing before finish', async () => {
@@ -187,9 +189,7 @@ describe('stream mode', () => {
   it('sends a short returned text that was not streamed as one final message', async () => {
     const broker = recorder()
     await createResponder('stream', broker.publish, BIG).finish({ ok: true, text: 'all at once' })
-    expect(broker.bodies.map(text)).toStrictEqual([
-      '{"error": null, "response": "all at once", "end_of_stream": true}',
-    ])
+    expect(broker.bodies.map(text)).toStrictEqual(['{"error": null, "response": "all at once", "end_of_stream": true}'])
   })
 
   it('splits a long returned text into chunks that fit, then an empty final message', async () => {
@@ -249,7 +249,11 @@ describe('a long error message', () => {
     it(`is cut to fill the message exactly and ends with "…" (${mode} mode)`, async () => {
       const broker = recorder()
       const limit = 1000
-      await createResponder(mode, broker.publish, limit).finish({ ok: false, kind: 'function-error', message: 'E'.repeat(5000) })
+      await createResponder(mode, broker.publish, limit).finish({
+        ok: false,
+        kind: 'function-error',
+        message: 'E'.repeat(5000),
+      })
       const message = broker.messages.at(-1)!.error!.message
       // ASCII: every byte of the limit is used, the escaped "…" (\u2026) taking the last six.
       expect(message).toBe('E'.repeat(limit - ERROR_ENVELOPE - 6) + '…')
@@ -261,7 +265,11 @@ describe('a long error message', () => {
     const broker = recorder()
     const limit = 1000
     const original = 'é😀'.repeat(500)
-    await createResponder('single', broker.publish, limit).finish({ ok: false, kind: 'function-error', message: original })
+    await createResponder('single', broker.publish, limit).finish({
+      ok: false,
+      kind: 'function-error',
+      message: original,
+    })
     const message = broker.messages[0]!.error!.message
     expect(message.endsWith('…')).toBe(true)
     const kept = message.slice(0, -1)
@@ -326,7 +334,10 @@ describe('splitForMessages', () => {
         for (const piece of pieces.slice(0, -1)) {
           at += piece.length
           const next = String.fromCodePoint(sample.codePointAt(at)!)
-          expect(encodeResponse(chunkResponse(piece + next)).byteLength, `limit ${limit}, piece ${JSON.stringify(piece)}`).toBeGreaterThan(limit)
+          expect(
+            encodeResponse(chunkResponse(piece + next)).byteLength,
+            `limit ${limit}, piece ${JSON.stringify(piece)}`,
+          ).toBeGreaterThan(limit)
         }
       }
     })

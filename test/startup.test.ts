@@ -21,7 +21,16 @@ registerHooks({ load(url, context, next) { loaded.add(url); return next(url, con
 process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify([...loaded]) + '\\n'))
 `)}`
 
-const HEAVY = ['@platformatic/kafka', 'amqplib', 'pulsar-client', '@modelcontextprotocol/sdk', '@aws-sdk', 'prom-client', 'pino', 'pino-pretty']
+const HEAVY = [
+  '@platformatic/kafka',
+  'amqplib',
+  'pulsar-client',
+  '@modelcontextprotocol/sdk',
+  '@aws-sdk',
+  'prom-client',
+  'pino',
+  'pino-pretty',
+]
 
 const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
 
@@ -51,7 +60,8 @@ function packagesIn(stderr: string): Set<string> {
   return new Set(urls.flatMap((url) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.slice(1) ?? []))
 }
 
-const heavyIn = (packages: Set<string>) => HEAVY.filter((name) => [...packages].some((p) => p === name || p.startsWith(`${name}/`)))
+const heavyIn = (packages: Set<string>) =>
+  HEAVY.filter((name) => [...packages].some((p) => p === name || p.startsWith(`${name}/`)))
 
 describe('start-up loads only what the command needs', () => {
   let gateway: Server
@@ -94,16 +104,26 @@ describe('start-up loads only what the command needs', () => {
 
   it('start on the embedded broker loads prom-client and pino, and no broker client, MCP SDK or AWS SDK until /mcp is called', async () => {
     const port = await freePort()
-    const child = spawn(process.execPath, ['--import', RECORD_LOADS, 'bridge/cli/toolbridge.js', 'start', '--port', String(port)], {
-      cwd: ROOT,
-      env: cleanEnv(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
+    const child = spawn(
+      process.execPath,
+      ['--import', RECORD_LOADS, 'bridge/cli/toolbridge.js', 'start', '--port', String(port)],
+      {
+        cwd: ROOT,
+        env: cleanEnv(),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    )
     let stderr = ''
     child.stderr.on('data', (bytes: Buffer) => (stderr += bytes.toString()))
     const exited = new Promise<void>((done) => child.once('exit', () => done()))
-    await new Promise<void>((serving) => child.stdout.on('data', (bytes: Buffer) => bytes.toString().includes('HTTP: ') && serving()))
-    const answer = await fetch(`http://127.0.0.1:${port}/tools/tell-joke`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"arguments":{"topic":"x"}}' })
+    await new Promise<void>((serving) =>
+      child.stdout.on('data', (bytes: Buffer) => bytes.toString().includes('HTTP: ') && serving()),
+    )
+    const answer = await fetch(`http://127.0.0.1:${port}/tools/tell-joke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"arguments":{"topic":"x"}}',
+    })
     expect(answer.status).toBe(200)
     await answer.text()
     child.kill('SIGTERM')

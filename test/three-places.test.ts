@@ -40,16 +40,48 @@ interface Example {
 }
 
 const EXAMPLES: Example[] = [
-  { name: 'joke', serviceId: 'joke-service', call: { user: 'alice', config: toolConfig('joke-service'), arguments: { topic: 'programming' } } },
-  { name: 'joke, other style', serviceId: 'joke-service', call: { user: 'bob', config: { style: 'one-liner' }, arguments: { topic: 'cats' } } },
+  {
+    name: 'joke',
+    serviceId: 'joke-service',
+    call: { user: 'alice', config: toolConfig('joke-service'), arguments: { topic: 'programming' } },
+  },
+  {
+    name: 'joke, other style',
+    serviceId: 'joke-service',
+    call: { user: 'bob', config: { style: 'one-liner' }, arguments: { topic: 'cats' } },
+  },
   { name: 'joke without its topic', serviceId: 'joke-service', call: { user: 'alice', config: {}, arguments: {} } },
-  { name: 'calculation', serviceId: 'calculator-service', call: { user: 'alice', config: {}, arguments: { expression: '(1/3 + 0.25) * 12' } } },
-  { name: 'division by zero', serviceId: 'calculator-service', call: { user: 'alice', config: {}, arguments: { expression: '1/0' } } },
-  { name: 'expression of the wrong type', serviceId: 'calculator-service', call: { user: 'alice', config: {}, arguments: { expression: ['1+1'] } } },
-  { name: 'story', serviceId: 'story-service', call: { user: 'alice', config: toolConfig('story-service'), arguments: { hero: 'Ada', sentences: 3 } } },
+  {
+    name: 'calculation',
+    serviceId: 'calculator-service',
+    call: { user: 'alice', config: {}, arguments: { expression: '(1/3 + 0.25) * 12' } },
+  },
+  {
+    name: 'division by zero',
+    serviceId: 'calculator-service',
+    call: { user: 'alice', config: {}, arguments: { expression: '1/0' } },
+  },
+  {
+    name: 'expression of the wrong type',
+    serviceId: 'calculator-service',
+    call: { user: 'alice', config: {}, arguments: { expression: ['1+1'] } },
+  },
+  {
+    name: 'story',
+    serviceId: 'story-service',
+    call: { user: 'alice', config: toolConfig('story-service'), arguments: { hero: 'Ada', sentences: 3 } },
+  },
   // 5 sentences 400 ms apart: past the timeout after 3 of them.
-  { name: 'story past its timeout', serviceId: 'story-service', call: { user: 'alice', config: { pace: 400 }, arguments: { hero: 'Ada' } } },
-  { name: 'story too long', serviceId: 'story-service', call: { user: 'alice', config: {}, arguments: { hero: 'Ada', sentences: 1000 } } },
+  {
+    name: 'story past its timeout',
+    serviceId: 'story-service',
+    call: { user: 'alice', config: { pace: 400 }, arguments: { hero: 'Ada' } },
+  },
+  {
+    name: 'story too long',
+    serviceId: 'story-service',
+    call: { user: 'alice', config: {}, arguments: { hero: 'Ada', sentences: 1000 } },
+  },
 ]
 
 interface Answer {
@@ -114,7 +146,11 @@ describe('one function, three places', () => {
     await offlinePlace.start({ invoker: 'lambda', lambdaEndpoint: offline.endpoint })
     await packagedPlace.start({ invoker: 'lambda', lambdaEndpoint: lambda.url })
     for (const example of EXAMPLES) {
-      const [a, b, c] = await Promise.all([inProcess.ask(example), offlinePlace.ask(example), packagedPlace.ask(example)])
+      const [a, b, c] = await Promise.all([
+        inProcess.ask(example),
+        offlinePlace.ask(example),
+        packagedPlace.ask(example),
+      ])
       answers.set(example.name, { inProcess: a, offline: b, packaged: c })
     }
   }, 240_000)
@@ -125,17 +161,23 @@ describe('one function, three places', () => {
   })
 
   const TIMES_OUT = 'story past its timeout'
-  it.each(EXAMPLES.map((e) => e.name).filter((name) => name !== TIMES_OUT))('%s: the same answer in each place', (name) => {
-    const { inProcess, offline, packaged } = answers.get(name)!
-    expect(offline.text).toBe(inProcess.text)
-    expect(packaged.text).toBe(inProcess.text)
-    expect(offline.error).toStrictEqual(inProcess.error)
-    expect(packaged.error).toStrictEqual(inProcess.error)
-  })
+  it.each(EXAMPLES.map((e) => e.name).filter((name) => name !== TIMES_OUT))(
+    '%s: the same answer in each place',
+    (name) => {
+      const { inProcess, offline, packaged } = answers.get(name)!
+      expect(offline.text).toBe(inProcess.text)
+      expect(packaged.text).toBe(inProcess.text)
+      expect(offline.error).toStrictEqual(inProcess.error)
+      expect(packaged.error).toStrictEqual(inProcess.error)
+    },
+  )
 
   it('a call past its timeout is a timeout error in each place, after the chunks sent so far', () => {
     // The message names the function as it ran: its key in process, its Lambda name elsewhere.
-    const timedOut = { type: 'timeout', message: expect.stringMatching(/^function "(story|toolbridge-story)" timed out after 1000 ms$/) }
+    const timedOut = {
+      type: 'timeout',
+      message: expect.stringMatching(/^function "(story|toolbridge-story)" timed out after 1000 ms$/),
+    }
     const { inProcess, offline, packaged } = answers.get(TIMES_OUT)!
     for (const answer of [inProcess, offline, packaged]) expect(answer.error).toStrictEqual(timedOut)
     expect(inProcess.chunks.length).toBeGreaterThan(0)
@@ -148,10 +190,19 @@ describe('one function, three places', () => {
     expect(at('joke').text).toContain('UDP')
     expect(at('calculation').text).toBe('7')
     expect(at('story').text).toMatch(/^Once upon a time, Ada lived in a small town by the sea\. .+\..+\.$/)
-    expect(at('joke without its topic').error).toStrictEqual({ type: 'invalid-arguments', message: 'invalid arguments: "topic" is required' })
+    expect(at('joke without its topic').error).toStrictEqual({
+      type: 'invalid-arguments',
+      message: 'invalid arguments: "topic" is required',
+    })
     expect(at('expression of the wrong type').error?.type).toBe('invalid-arguments')
-    expect(at('division by zero').error).toStrictEqual({ type: 'tool-service-error', message: 'division by zero at position 2' })
-    expect(at('story too long').error).toStrictEqual({ type: 'tool-service-error', message: '"sentences" must be between 1 and 100' })
+    expect(at('division by zero').error).toStrictEqual({
+      type: 'tool-service-error',
+      message: 'division by zero at position 2',
+    })
+    expect(at('story too long').error).toStrictEqual({
+      type: 'tool-service-error',
+      message: '"sentences" must be between 1 and 100',
+    })
   })
 
   it('the streaming function streams from its zip as in process, chunk for chunk', () => {

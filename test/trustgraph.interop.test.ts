@@ -55,7 +55,8 @@ describe.skipIf(!ready)('TrustGraph interop on RabbitMQ', () => {
         { config: { style: 'dad-joke' }, arguments: { topic: 'programming' } },
       ])
       expect(result).toEqual({
-        response: "Hey there! Here's a dad-joke for you:\n\nWhy do programmers prefer dark mode? Because light attracts bugs.",
+        response:
+          "Hey there! Here's a dad-joke for you:\n\nWhy do programmers prefer dark mode? Because light attracts bugs.",
         error: null,
         messages: 1,
       })
@@ -79,7 +80,10 @@ describe.skipIf(!ready)('TrustGraph interop on RabbitMQ', () => {
         { arguments: {} },
         { arguments: { expression: '1/0' } },
       ])
-      expect(results[0]!.error).toEqual({ type: 'invalid-arguments', message: 'invalid arguments: "expression" is required' })
+      expect(results[0]!.error).toEqual({
+        type: 'invalid-arguments',
+        message: 'invalid arguments: "expression" is required',
+      })
       expect(results[1]!.error?.type).toBe('tool-service-error')
       expect(results[1]!.error?.message).toContain('division by zero')
     })
@@ -104,7 +108,17 @@ describe.skipIf(!ready)('TrustGraph interop on RabbitMQ', () => {
     it('toolbridge invoke prints its answer', async () => {
       const { stdout } = await run(
         process.execPath,
-        ['bridge/cli/main.ts', 'invoke', 'tell-joke', '--arg', 'topic=programming', '--broker', broker.url, '--timeout', '20'],
+        [
+          'bridge/cli/main.ts',
+          'invoke',
+          'tell-joke',
+          '--arg',
+          'topic=programming',
+          '--broker',
+          broker.url,
+          '--timeout',
+          '20',
+        ],
         { timeout: 30_000 },
       )
       expect(stdout).toMatch(/^Here's a pun for you:\n\n\S.*\n$/)
@@ -118,14 +132,23 @@ describe.skipIf(!ready)('TrustGraph interop on RabbitMQ', () => {
         await channel.bindQueue(queue, 'tg.response.joke', '')
         const id = `interop-${Date.now()}`
         const body = new Promise<Buffer>((resolve) => {
-          void channel.consume(queue, (msg) => {
-            if (msg && String(msg.properties.headers?.id) === id) resolve(msg.content)
-          }, { noAck: true })
+          void channel.consume(
+            queue,
+            (msg) => {
+              if (msg && String(msg.properties.headers?.id) === id) resolve(msg.content)
+            },
+            { noAck: true },
+          )
         })
-        channel.publish('tg.request.joke', '', Buffer.from(encodeRequest({ config: { style: 'one-liner' }, arguments: { topic: 'food' } })), {
-          contentType: 'application/json',
-          headers: { id },
-        })
+        channel.publish(
+          'tg.request.joke',
+          '',
+          Buffer.from(encodeRequest({ config: { style: 'one-liner' }, arguments: { topic: 'food' } })),
+          {
+            contentType: 'application/json',
+            headers: { id },
+          },
+        )
         const bytes = await body
         const decoded = decodeResponse(bytes)
         expect(decoded.ok).toBe(true)

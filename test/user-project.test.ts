@@ -29,9 +29,14 @@ interface Run {
 
 function toolbridge(cwd: string, ...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { cwd, env: cleanEnv(), timeout: CHILD_TIMEOUT_MS }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr })
-    })
+    execFile(
+      process.execPath,
+      [MAIN, ...args],
+      { cwd, env: cleanEnv(), timeout: CHILD_TIMEOUT_MS },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr })
+      },
+    )
   })
 }
 
@@ -51,21 +56,38 @@ function write(path: string, text: string): string {
 }
 
 describe('toolbridge init', () => {
-  it.concurrent('writes a TypeScript project by default, and prints what it wrote and what to run next', async ({ expect }) => {
+  it.concurrent('writes a TypeScript project by default, and prints what it wrote and what to run next', async ({
+    expect,
+  }) => {
     const run = await toolbridge(dir, 'init', 'fresh')
     expect(run).toMatchObject({ code: 0, stderr: '' })
     const project = join(dir, 'fresh')
-    for (const file of ['package.json', 'serverless.yml', 'tsconfig.json', '.gitignore', 'README.md', 'functions/hello/handler.ts', 'test/hello.test.ts']) {
+    for (const file of [
+      'package.json',
+      'serverless.yml',
+      'tsconfig.json',
+      '.gitignore',
+      'README.md',
+      'functions/hello/handler.ts',
+      'test/hello.test.ts',
+    ]) {
       expect(existsSync(join(project, file)), file).toBe(true)
     }
     expect(existsSync(join(project, 'functions/hello/handler.js'))).toBe(false)
     expect(run.stdout).toContain('functions/hello/handler.ts')
     expect(run.stdout).toContain('npm install')
-    const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { name: string; dependencies: Record<string, string>; devDependencies: Record<string, string> }
+    const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as {
+      name: string
+      dependencies: Record<string, string>
+      devDependencies: Record<string, string>
+    }
     expect(pkg.name).toBe('fresh')
     expect(pkg.dependencies.toolbridge).toMatch(/^\^\d+\.\d+\.\d+/)
     expect(Object.keys(pkg.devDependencies)).toEqual(expect.arrayContaining(['typescript', 'vitest', 'osls']))
-    const yml = parseYaml(readFileSync(join(project, 'serverless.yml'), 'utf8')) as { service: string; plugins: string[] }
+    const yml = parseYaml(readFileSync(join(project, 'serverless.yml'), 'utf8')) as {
+      service: string
+      plugins: string[]
+    }
     expect(yml.service).toBe('fresh')
     expect(yml.plugins).toContain('toolbridge/serverless')
   })
@@ -85,21 +107,31 @@ describe('toolbridge init', () => {
     expect(existsSync(join(dir, 'plain/test/hello.test.js'))).toBe(true)
     expect(existsSync(join(dir, 'plain/functions/hello/handler.ts'))).toBe(false)
     expect(existsSync(join(dir, 'plain/tsconfig.json'))).toBe(false)
-    const pkg = JSON.parse(readFileSync(join(dir, 'plain/package.json'), 'utf8')) as { devDependencies: Record<string, string> }
+    const pkg = JSON.parse(readFileSync(join(dir, 'plain/package.json'), 'utf8')) as {
+      devDependencies: Record<string, string>
+    }
     expect(pkg.devDependencies.typescript).toBeUndefined()
   })
 
-  it.concurrent('refuses a folder that is not empty, names what --force would overwrite, and writes nothing', async ({ expect }) => {
+  it.concurrent('refuses a folder that is not empty, names what --force would overwrite, and writes nothing', async ({
+    expect,
+  }) => {
     const yml = write('busy/serverless.yml', 'service: mine\n')
     write('busy/notes.txt', 'keep\n')
     const run = await toolbridge(dir, 'init', 'busy')
     expect(run.code).toBe(1)
-    expect(lines(run.stderr)).toEqual([expect.stringMatching(/busy is not empty \(notes\.txt, serverless\.yml\); --force would overwrite serverless\.yml$/)])
+    expect(lines(run.stderr)).toEqual([
+      expect.stringMatching(
+        /busy is not empty \(notes\.txt, serverless\.yml\); --force would overwrite serverless\.yml$/,
+      ),
+    ])
     expect(readFileSync(yml, 'utf8')).toBe('service: mine\n')
     expect(existsSync(join(dir, 'busy/package.json'))).toBe(false)
   })
 
-  it.concurrent('writes into a folder that is not empty with --force, and says what it overwrote', async ({ expect }) => {
+  it.concurrent('writes into a folder that is not empty with --force, and says what it overwrote', async ({
+    expect,
+  }) => {
     write('forced/serverless.yml', 'service: mine\n')
     write('forced/notes.txt', 'keep\n')
     const run = await toolbridge(dir, 'init', 'forced', '--force')
@@ -112,7 +144,9 @@ describe('toolbridge init', () => {
   it.concurrent('refuses an unknown template and lists the ones there are', async ({ expect }) => {
     const run = await toolbridge(dir, 'init', 'unknown', '--template', 'kitchen-sink')
     expect(run.code).toBe(1)
-    expect(lines(run.stderr)).toEqual(['toolbridge: init: unknown template "kitchen-sink" (templates: minimal, streaming, existing-api, http-function)'])
+    expect(lines(run.stderr)).toEqual([
+      'toolbridge: init: unknown template "kitchen-sink" (templates: minimal, streaming, existing-api, http-function)',
+    ])
     expect(existsSync(join(dir, 'unknown'))).toBe(false)
   })
 })
@@ -120,9 +154,14 @@ describe('toolbridge init', () => {
 /** Runs a tool of this clone's node_modules (tsc, vitest) in a scaffolded project. */
 function runIn(cwd: string, script: string, ...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(ROOT, 'node_modules', script), ...args], { cwd, env: { ...cleanEnv(), NO_COLOR: '1', FORCE_COLOR: '' }, timeout: 120_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr })
-    })
+    execFile(
+      process.execPath,
+      [join(ROOT, 'node_modules', script), ...args],
+      { cwd, env: { ...cleanEnv(), NO_COLOR: '1', FORCE_COLOR: '' }, timeout: 120_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr })
+      },
+    )
   })
 }
 
@@ -133,7 +172,14 @@ describe.each(['existing-api', 'http-function'])('the %s template', (template) =
   for (const language of ['ts', 'js'] as const) {
     it(`type-checks and passes its own test (${language})`, async () => {
       const project = join(dir, `${template}-${language}`)
-      const init = await toolbridge(dir, 'init', project, '--template', template, ...(language === 'js' ? ['--js'] : []))
+      const init = await toolbridge(
+        dir,
+        'init',
+        project,
+        '--template',
+        template,
+        ...(language === 'js' ? ['--js'] : []),
+      )
       expect(init.code).toBe(0)
       symlinkSync(join(ROOT, 'node_modules'), join(project, 'node_modules'), 'dir')
       if (language === 'ts') {
@@ -146,7 +192,9 @@ describe.each(['existing-api', 'http-function'])('the %s template', (template) =
       expect(tested.code).toBe(0)
       const described = await toolbridge(project, 'descriptors')
       expect(described.code).toBe(0)
-      expect(Object.keys((JSON.parse(described.stdout) as { tool: Record<string, unknown> }).tool)).toEqual([template === 'existing-api' ? 'lookup-product' : 'greet'])
+      expect(Object.keys((JSON.parse(described.stdout) as { tool: Record<string, unknown> }).tool)).toEqual([
+        template === 'existing-api' ? 'lookup-product' : 'greet',
+      ])
     })
   }
 })
@@ -163,7 +211,10 @@ describe('toolbridge add function', () => {
     expect(text).toContain('# declares and validates `toolService:`')
     const yml = parseYaml(text) as { functions: Record<string, { handler: string; toolService: { id: string } }> }
     expect(Object.keys(yml.functions)).toEqual(['hello', 'weather'])
-    expect(yml.functions.weather).toMatchObject({ handler: 'functions/weather/handler.handler', toolService: { id: 'weather-service' } })
+    expect(yml.functions.weather).toMatchObject({
+      handler: 'functions/weather/handler.handler',
+      toolService: { id: 'weather-service' },
+    })
   })
 
   it('refuses a name that is taken, a name that cannot be one, and a folder without serverless.yml', async () => {
@@ -190,7 +241,9 @@ describe('a project without serverless.yml', () => {
     mkdirSync(empty)
     const run = await toolbridge(empty, 'start', '--port', '0')
     expect(run.code).toBe(1)
-    expect(lines(run.stderr)).toEqual([`toolbridge: serverless.yml: cannot read: ENOENT (looked for ${join(empty, 'serverless.yml')}; pass -c <file>, or create a project here with: npx toolbridge init)`])
+    expect(lines(run.stderr)).toEqual([
+      `toolbridge: serverless.yml: cannot read: ENOENT (looked for ${join(empty, 'serverless.yml')}; pass -c <file>, or create a project here with: npx toolbridge init)`,
+    ])
   })
 })
 
@@ -199,18 +252,46 @@ describe('a handler that is TypeScript inside node_modules', () => {
   beforeAll(() => {
     project = join(dir, 'ts-in-deps')
     write('ts-in-deps/node_modules/ts-tools/package.json', '{"name": "ts-tools", "type": "module"}\n')
-    write('ts-in-deps/node_modules/ts-tools/handler.ts', "export const handler = async (): Promise<string> => 'from ts'\n")
+    write(
+      'ts-in-deps/node_modules/ts-tools/handler.ts',
+      "export const handler = async (): Promise<string> => 'from ts'\n",
+    )
     write('ts-in-deps/node_modules/built-tools/package.json', '{"name": "built-tools", "type": "module"}\n')
-    write('ts-in-deps/node_modules/built-tools/handler.ts', "export const handler = async (): Promise<string> => 'from ts'\n")
+    write(
+      'ts-in-deps/node_modules/built-tools/handler.ts',
+      "export const handler = async (): Promise<string> => 'from ts'\n",
+    )
     write('ts-in-deps/node_modules/built-tools/handler.js', "export const handler = async () => 'from the built js'\n")
-    write('ts-in-deps/node_modules/ts-dep/package.json', '{"name": "ts-dep", "type": "module", "exports": "./index.ts"}\n')
+    write(
+      'ts-in-deps/node_modules/ts-dep/package.json',
+      '{"name": "ts-dep", "type": "module", "exports": "./index.ts"}\n',
+    )
     write('ts-in-deps/node_modules/ts-dep/index.ts', "export const word: string = 'dep'\n")
-    write('ts-in-deps/functions/uses-dep.ts', "import { word } from 'ts-dep'\nexport const handler = async () => word\n")
+    write(
+      'ts-in-deps/functions/uses-dep.ts',
+      "import { word } from 'ts-dep'\nexport const handler = async () => word\n",
+    )
     const service = (name: string, handler: string) =>
-      [`  ${name}:`, `    handler: ${handler}`, '    toolService:', `      id: ${name}-service`, `      topic: ${name}`, '      tools:', `        - name: ${name}`, '          description: d'].join('\n')
+      [
+        `  ${name}:`,
+        `    handler: ${handler}`,
+        '    toolService:',
+        `      id: ${name}-service`,
+        `      topic: ${name}`,
+        '      tools:',
+        `        - name: ${name}`,
+        '          description: d',
+      ].join('\n')
     write(
       'ts-in-deps/serverless.yml',
-      ['service: ts-in-deps', 'functions:', service('packaged', 'node_modules/ts-tools/handler.handler'), service('built', 'node_modules/built-tools/handler.handler'), service('usesdep', 'functions/uses-dep.handler'), ''].join('\n'),
+      [
+        'service: ts-in-deps',
+        'functions:',
+        service('packaged', 'node_modules/ts-tools/handler.handler'),
+        service('built', 'node_modules/built-tools/handler.handler'),
+        service('usesdep', 'functions/uses-dep.handler'),
+        '',
+      ].join('\n'),
     )
   })
 
@@ -218,7 +299,10 @@ describe('a handler that is TypeScript inside node_modules', () => {
     it.concurrent(`is refused with Node's limit and the fix named (${invoker})`, async ({ expect }) => {
       const run = await toolbridge(project, 'invoke', 'packaged', '--invoker', invoker)
       expect(run.code).toBe(1)
-      expect(lines(run.stderr)).toEqual([expect.stringMatching(/^toolbridge: via an embedded bridge in this process/), expect.stringContaining('node_modules/ts-tools/handler.ts is TypeScript inside node_modules')])
+      expect(lines(run.stderr)).toEqual([
+        expect.stringMatching(/^toolbridge: via an embedded bridge in this process/),
+        expect.stringContaining('node_modules/ts-tools/handler.ts is TypeScript inside node_modules'),
+      ])
       expect(run.stderr).toContain('ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING')
       expect(run.stderr).toContain('ship JavaScript')
     })
@@ -231,7 +315,12 @@ describe('a handler that is TypeScript inside node_modules', () => {
     it.concurrent(`is named when the user's own handler imports it (${invoker})`, async ({ expect }) => {
       const run = await toolbridge(project, 'invoke', 'usesdep', '--invoker', invoker)
       expect(run.code).toBe(1)
-      expect(lines(run.stderr)).toEqual([expect.stringMatching(/^toolbridge: via an embedded bridge in this process/), expect.stringContaining('handler "functions/uses-dep.handler": node_modules/ts-dep/index.ts is TypeScript inside node_modules')])
+      expect(lines(run.stderr)).toEqual([
+        expect.stringMatching(/^toolbridge: via an embedded bridge in this process/),
+        expect.stringContaining(
+          'handler "functions/uses-dep.handler": node_modules/ts-dep/index.ts is TypeScript inside node_modules',
+        ),
+      ])
     })
   }
 
@@ -248,6 +337,8 @@ describe('toolbridge/serverless in a framework without a schema API', () => {
     class ServerlessError extends Error {}
     const load = () => new ToolServicePlugin({ version: '1.83.3', classes: { Error: ServerlessError } })
     expect(load).toThrow(ServerlessError)
-    expect(load).toThrow('toolbridge/serverless: Serverless Framework 1.83.3 cannot declare function properties; use osls 4')
+    expect(load).toThrow(
+      'toolbridge/serverless: Serverless Framework 1.83.3 cannot declare function properties; use osls 4',
+    )
   })
 })

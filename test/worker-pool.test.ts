@@ -126,7 +126,10 @@ describe('idle worker threads', () => {
     const pool = start({ idleTimeoutMs: 0, warm: 0 })
     const fn = target(6)
     for (let round = 0; round < 5; round++) {
-      const answers = await Promise.all([...Array.from({ length: 6 }, (_, i) => call(pool, fn, { ms: i * 20 })), call(pool, fn, { ms: 150 })])
+      const answers = await Promise.all([
+        ...Array.from({ length: 6 }, (_, i) => call(pool, fn, { ms: i * 20 })),
+        call(pool, fn, { ms: 150 }),
+      ])
       expect(answers).toHaveLength(7)
       for (const thread of answers) expect(thread).toMatch(/^\d+$/)
     }
@@ -136,12 +139,21 @@ describe('idle worker threads', () => {
 describe('--worker-idle-timeout and --warm-workers', () => {
   it('default to 60 seconds and one worker per function, from flags or the environment', () => {
     expect(resolveSettings({}, {}).workers).toStrictEqual({ idleTimeoutMs: 60_000, warm: 1 })
-    expect(resolveSettings({ workerIdleTimeout: '5', warmWorkers: '0' }, {}).workers).toStrictEqual({ idleTimeoutMs: 5_000, warm: 0 })
-    expect(resolveSettings({}, { TOOLBRIDGE_WORKER_IDLE_TIMEOUT: '600', TOOLBRIDGE_WARM_WORKERS: '2' }).workers).toStrictEqual({ idleTimeoutMs: 600_000, warm: 2 })
+    expect(resolveSettings({ workerIdleTimeout: '5', warmWorkers: '0' }, {}).workers).toStrictEqual({
+      idleTimeoutMs: 5_000,
+      warm: 0,
+    })
+    expect(
+      resolveSettings({}, { TOOLBRIDGE_WORKER_IDLE_TIMEOUT: '600', TOOLBRIDGE_WARM_WORKERS: '2' }).workers,
+    ).toStrictEqual({ idleTimeoutMs: 600_000, warm: 2 })
   })
 
   it('refuse what is not a whole number in range', () => {
-    expect(() => resolveSettings({ workerIdleTimeout: '1.5' }, {})).toThrow('--worker-idle-timeout: "1.5" must be an integer from 0 to 86400')
-    expect(() => resolveSettings({ warmWorkers: '-1' }, {})).toThrow('--warm-workers: "-1" must be an integer from 0 to 1024')
+    expect(() => resolveSettings({ workerIdleTimeout: '1.5' }, {})).toThrow(
+      '--worker-idle-timeout: "1.5" must be an integer from 0 to 86400',
+    )
+    expect(() => resolveSettings({ warmWorkers: '-1' }, {})).toThrow(
+      '--warm-workers: "-1" must be an integer from 0 to 1024',
+    )
   })
 })

@@ -40,12 +40,18 @@ export async function checkFunctions(project: Project, settings: Settings): Prom
         switch (location.kind) {
           case 'http': {
             const problem = await http.prepare({ ...spec, location })
-            return { service: spec.id, target: `${location.method} ${location.url}`, ok: !problem, detail: problem ?? 'configured (HTTP functions are not called to check them)' }
+            return {
+              service: spec.id,
+              target: `${location.method} ${location.url}`,
+              ok: !problem,
+              detail: problem ?? 'configured (HTTP functions are not called to check them)',
+            }
           }
           case 'lambda':
             return lookUp(spec.id, location, location.lambdaName)
           case 'handler':
-            if (settings.invoker === 'lambda') return lookUp(spec.id, { region: undefined, role: undefined }, location.lambdaName)
+            if (settings.invoker === 'lambda')
+              return lookUp(spec.id, { region: undefined, role: undefined }, location.lambdaName)
             try {
               const { file } = resolveHandler(project.baseDir, location.handler)
               return { service: spec.id, target: location.handler, ok: true, detail: `found ${file}` }

@@ -23,13 +23,17 @@ export async function probeGateway(url: string, token?: string): Promise<Gateway
     if (status < 200 || status > 299) return { found: 'nothing' }
     const body: unknown = JSON.parse(await readAll(response, signal))
     if (!isRecord(body) || !Array.isArray(body.tools)) return { found: 'nothing' }
-    return { found: 'tools', names: body.tools.flatMap((tool) => (isRecord(tool) && typeof tool.name === 'string' ? [tool.name] : [])) }
+    return {
+      found: 'tools',
+      names: body.tools.flatMap((tool) => (isRecord(tool) && typeof tool.name === 'string' ? [tool.name] : [])),
+    }
   } catch {
     return { found: 'nothing' } // nothing listening, or not a toolbridge gateway
   }
 }
 
-const authorization = (token: string | undefined): Record<string, string> => (token ? { authorization: `Bearer ${token}` } : {})
+const authorization = (token: string | undefined): Record<string, string> =>
+  token ? { authorization: `Bearer ${token}` } : {}
 
 /** POST /tools/<name>: resolves to the answer, or rejects with ToolCallError for an error answer. */
 export async function callThroughGateway(
@@ -85,7 +89,11 @@ interface Send {
  */
 async function send(url: URL, { method, headers, body, signal }: Send): Promise<IncomingMessage> {
   const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http')
-  const options: RequestOptions = { method, headers: body === undefined ? headers : { ...headers, 'content-length': Buffer.byteLength(body) }, signal }
+  const options: RequestOptions = {
+    method,
+    headers: body === undefined ? headers : { ...headers, 'content-length': Buffer.byteLength(body) },
+    signal,
+  }
   return new Promise((resolve, reject) => {
     const req = request(url, options, resolve)
     req.once('error', (err) => reject(timedOut(signal) ?? err))

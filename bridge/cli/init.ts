@@ -35,7 +35,14 @@ const DEV_DEPENDENCIES: Record<Language, readonly string[]> = {
 }
 
 /** What a template's functions need besides toolbridge, and the scripts that run them. */
-const TEMPLATE_EXTRAS: Record<TemplateName, { dependencies?: readonly string[]; typeDependencies?: readonly string[]; scripts?: (language: Language) => Record<string, string> }> = {
+const TEMPLATE_EXTRAS: Record<
+  TemplateName,
+  {
+    dependencies?: readonly string[]
+    typeDependencies?: readonly string[]
+    scripts?: (language: Language) => Record<string, string>
+  }
+> = {
   minimal: {},
   streaming: {},
   'existing-api': { dependencies: ['express', 'serverless-http'], typeDependencies: ['@types/express'] },
@@ -63,7 +70,11 @@ export function initProject(options: InitOptions): Written {
   const template = templateNamed(options.template)
   const dir = resolve(options.dir)
   const name = packageName(basename(dir))
-  const fill = placeholders({ __NAME__: name, __TOOL__: EXAMPLE_CALLS[template].tool, __ARGS__: EXAMPLE_CALLS[template].args })
+  const fill = placeholders({
+    __NAME__: name,
+    __TOOL__: EXAMPLE_CALLS[template].tool,
+    __ARGS__: EXAMPLE_CALLS[template].args,
+  })
 
   const files = new Map<string, string>()
   for (const folder of ['common', template]) {
@@ -75,13 +86,19 @@ export function initProject(options: InitOptions): Written {
     }
   }
   const head = readFileSync(join(TEMPLATES_DIR, 'common', 'serverless.head.yml'), 'utf8')
-  files.set('serverless.yml', fill(joinServerlessYml(head, readFileSync(join(TEMPLATES_DIR, template, 'functions.yml'), 'utf8'))))
+  files.set(
+    'serverless.yml',
+    fill(joinServerlessYml(head, readFileSync(join(TEMPLATES_DIR, template, 'functions.yml'), 'utf8'))),
+  )
   files.set('package.json', JSON.stringify(projectPackage(name, template, options.language), null, 2) + '\n')
 
   const overwritten = [...files.keys()].filter((file) => existsSync(join(dir, file))).sort()
   const present = existsSync(dir) ? readdirSync(dir).filter((entry) => entry !== '.git') : []
   if (present.length > 0 && !options.force) {
-    const clash = overwritten.length > 0 ? `; --force would overwrite ${overwritten.join(', ')}` : '; --force would overwrite none of them'
+    const clash =
+      overwritten.length > 0
+        ? `; --force would overwrite ${overwritten.join(', ')}`
+        : '; --force would overwrite none of them'
     throw new ToolbridgeError('config', `init: ${dir} is not empty (${present.sort().join(', ')})${clash}`)
   }
   for (const [file, text] of files) writeProjectFile(dir, file, text)
@@ -99,7 +116,10 @@ export interface AddFunctionOptions {
 export function addFunction(options: AddFunctionOptions): Written {
   const { name } = options
   if (!/^[a-z][a-z0-9-]{0,62}$/.test(name)) {
-    throw new ToolbridgeError('config', `add function: "${name}" must be lower-case letters, digits and dashes, starting with a letter`)
+    throw new ToolbridgeError(
+      'config',
+      `add function: "${name}" must be lower-case letters, digits and dashes, starting with a letter`,
+    )
   }
   const configPath = resolve(options.config)
   const dir = dirname(configPath)
@@ -110,21 +130,31 @@ export function addFunction(options: AddFunctionOptions): Written {
     throw new ToolbridgeError('config', `add function: no ${configPath} (create a project with: npx toolbridge init)`)
   }
   const doc = parseDocument(text)
-  if (doc.errors.length > 0) throw new ToolbridgeError('config', `${configPath}: invalid YAML: ${doc.errors[0]?.message.split('\n')[0]}`)
-  if (doc.hasIn(['functions', name])) throw new ToolbridgeError('config', `add function: ${configPath} already has a function "${name}"`)
+  if (doc.errors.length > 0)
+    throw new ToolbridgeError('config', `${configPath}: invalid YAML: ${doc.errors[0]?.message.split('\n')[0]}`)
+  if (doc.hasIn(['functions', name]))
+    throw new ToolbridgeError('config', `add function: ${configPath} already has a function "${name}"`)
 
   const language = options.language ?? (existsSync(join(dir, 'tsconfig.json')) ? 'ts' : 'js')
   const fill = placeholders({ __FUNCTION__: name, __TOOL__: name })
   const files = new Map<string, string>()
   for (const file of templateFiles(join(TEMPLATES_DIR, 'function'), language)) {
     if (file === 'function.yml') continue
-    const target = file.startsWith('handler.test.') ? join('test', `${name}.test.${language}`) : join('functions', name, file)
+    const target = file.startsWith('handler.test.')
+      ? join('test', `${name}.test.${language}`)
+      : join('functions', name, file)
     files.set(target, fill(readFileSync(join(TEMPLATES_DIR, 'function', file), 'utf8')))
   }
   const existing = [...files.keys()].filter((file) => existsSync(join(dir, file)))
-  if (existing.length > 0) throw new ToolbridgeError('config', `add function: ${existing.join(', ')} already exist${existing.length === 1 ? 's' : ''} in ${dir}`)
+  if (existing.length > 0)
+    throw new ToolbridgeError(
+      'config',
+      `add function: ${existing.join(', ')} already exist${existing.length === 1 ? 's' : ''} in ${dir}`,
+    )
 
-  const block: unknown = parseDocument(fill(readFileSync(join(TEMPLATES_DIR, 'function', 'function.yml'), 'utf8'))).toJS()
+  const block: unknown = parseDocument(
+    fill(readFileSync(join(TEMPLATES_DIR, 'function', 'function.yml'), 'utf8')),
+  ).toJS()
   if (!isRecord(block)) throw new Error('templates/function/function.yml must be a mapping')
   doc.setIn(['functions', name], doc.createNode(block))
   for (const [file, fileText] of files) writeProjectFile(dir, file, fileText)
@@ -137,9 +167,12 @@ export function addFunction(options: AddFunctionOptions): Written {
 function joinServerlessYml(head: string, part: string): string {
   const headDoc = parseDocument(head)
   const partDoc = parseDocument(part)
-  if (!isMap(headDoc.contents) || !isMap(partDoc.contents)) throw new Error('templates: serverless.yml parts must be mappings')
+  if (!isMap(headDoc.contents) || !isMap(partDoc.contents))
+    throw new Error('templates: serverless.yml parts must be mappings')
   for (const pair of partDoc.contents.items) {
-    const existing = headDoc.contents.items.find((p) => isScalar(p.key) && isScalar(pair.key) && p.key.value === pair.key.value)
+    const existing = headDoc.contents.items.find(
+      (p) => isScalar(p.key) && isScalar(pair.key) && p.key.value === pair.key.value,
+    )
     if (existing && isMap(existing.value) && isMap(pair.value)) existing.value.items.push(...pair.value.items)
     else headDoc.contents.items.push(pair)
   }
@@ -154,7 +187,8 @@ function joinServerlessYml(head: string, part: string): string {
 
 export function templateNamed(name: string): TemplateName {
   const template = TEMPLATES.find((t) => t === name)
-  if (!template) throw new ToolbridgeError('config', `init: unknown template "${name}" (templates: ${TEMPLATES.join(', ')})`)
+  if (!template)
+    throw new ToolbridgeError('config', `init: unknown template "${name}" (templates: ${TEMPLATES.join(', ')})`)
   return template
 }
 
@@ -171,7 +205,10 @@ const placeholders = (values: Record<string, string>) => (text: string) =>
 
 /** A folder name as an npm package name (and a Serverless service name: letters, digits, dashes). */
 function packageName(folder: string): string {
-  const name = folder.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '')
+  const name = folder
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
   return /^[a-z]/.test(name) ? name : `tools-${name || 'project'}`
 }
 
@@ -185,7 +222,9 @@ function ownPackage(): OwnPackage {
   if (!isRecord(parsed) || typeof parsed.version !== 'string' || !isRecord(parsed.devDependencies)) {
     throw new Error(`${PACKAGE_ROOT}package.json has no version or devDependencies`)
   }
-  const devDependencies = Object.fromEntries(Object.entries(parsed.devDependencies).filter((entry): entry is [string, string] => typeof entry[1] === 'string'))
+  const devDependencies = Object.fromEntries(
+    Object.entries(parsed.devDependencies).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  )
   return { version: parsed.version, devDependencies }
 }
 
@@ -196,11 +235,15 @@ function projectPackage(name: string, template: TemplateName, language: Language
     Object.fromEntries(
       dependencies.map((dependency) => {
         const version = own.devDependencies[dependency]
-        if (version === undefined) throw new Error(`toolbridge's package.json has no devDependency ${dependency} to take the version of`)
+        if (version === undefined)
+          throw new Error(`toolbridge's package.json has no devDependency ${dependency} to take the version of`)
         return [dependency, version]
       }),
     )
-  const devDependencies = [...DEV_DEPENDENCIES[language], ...(language === 'ts' ? (extras.typeDependencies ?? []) : [])].sort()
+  const devDependencies = [
+    ...DEV_DEPENDENCIES[language],
+    ...(language === 'ts' ? (extras.typeDependencies ?? []) : []),
+  ].sort()
   return {
     name,
     version: '0.1.0',

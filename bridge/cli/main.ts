@@ -49,15 +49,29 @@ const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 
 const program = new Command('toolbridge')
   .description('Run agent tools as Lambda-style functions behind TrustGraph tool-service queues')
   .version(version, '-V, --version')
-  .addOption(new Option('-c, --config <file>', 'serverless.yml to read').env('TOOLBRIDGE_CONFIG').default('serverless.yml'))
+  .addOption(
+    new Option('-c, --config <file>', 'serverless.yml to read').env('TOOLBRIDGE_CONFIG').default('serverless.yml'),
+  )
   .exitOverride()
 
 addInvokerOptions(addBrokerOptions(program.command('start').description('serve every tool service in serverless.yml')))
-  .option('-p, --port <port>', `HTTP port for /tools, or "off" (env TOOLBRIDGE_PORT); default: ${EMBEDDED_DEFAULT_PORT} on the embedded broker, off otherwise`)
+  .option(
+    '-p, --port <port>',
+    `HTTP port for /tools, or "off" (env TOOLBRIDGE_PORT); default: ${EMBEDDED_DEFAULT_PORT} on the embedded broker, off otherwise`,
+  )
   .option('--host <host>', 'HTTP listen address (env TOOLBRIDGE_HOST)', undefined)
-  .option('--drain-timeout <seconds>', 'on SIGINT/SIGTERM, how long to finish requests in flight (env TOOLBRIDGE_DRAIN_TIMEOUT; default 30)')
-  .option('--max-request-bytes <bytes>', "requests larger than this get a too-large error (env TOOLBRIDGE_MAX_REQUEST_BYTES); default: the broker's message limit")
-  .option('--max-stream-bytes <bytes>', 'a streamed answer is cut with a too-large error past this many bytes (env TOOLBRIDGE_MAX_STREAM_BYTES); default: 20 MiB')
+  .option(
+    '--drain-timeout <seconds>',
+    'on SIGINT/SIGTERM, how long to finish requests in flight (env TOOLBRIDGE_DRAIN_TIMEOUT; default 30)',
+  )
+  .option(
+    '--max-request-bytes <bytes>',
+    "requests larger than this get a too-large error (env TOOLBRIDGE_MAX_REQUEST_BYTES); default: the broker's message limit",
+  )
+  .option(
+    '--max-stream-bytes <bytes>',
+    'a streamed answer is cut with a too-large error past this many bytes (env TOOLBRIDGE_MAX_STREAM_BYTES); default: 20 MiB',
+  )
   .option(
     '--max-in-flight <n>',
     `cap on requests in flight across all services: their concurrency may not add up to more (env TOOLBRIDGE_MAX_IN_FLIGHT; default ${DEFAULT_MAX_IN_FLIGHT})`,
@@ -66,16 +80,43 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
     '--worker-idle-timeout <seconds>',
     `worker threads (the local invoker) idle this long are ended, down to --warm-workers per function (env TOOLBRIDGE_WORKER_IDLE_TIMEOUT; default ${DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS})`,
   )
-  .option('--warm-workers <n>', `worker threads each function keeps however long they idle (env TOOLBRIDGE_WARM_WORKERS; default ${DEFAULT_WARM_WORKERS})`)
+  .option(
+    '--warm-workers <n>',
+    `worker threads each function keeps however long they idle (env TOOLBRIDGE_WARM_WORKERS; default ${DEFAULT_WARM_WORKERS})`,
+  )
   .addOption(new Option('--log-level <level>', 'log level (env TOOLBRIDGE_LOG_LEVEL)').choices(LOG_LEVELS))
-  .option('--http-token <token>', 'bearer token required on /tools and /mcp (env TOOLBRIDGE_HTTP_TOKEN); /healthz, /readyz and /metrics stay open')
-  .option('--allowed-hosts <names>', 'comma-separated Host names /tools and /mcp answer besides IP addresses and localhost, e.g. a container name; * for any (env TOOLBRIDGE_ALLOWED_HOSTS)')
-  .option('--allowed-origins <origins>', 'comma-separated browser origins (scheme://host:port) allowed to call /tools and /mcp; default none (env TOOLBRIDGE_ALLOWED_ORIGINS)')
-  .option('--allow-unauthenticated', 'serve /tools or /mcp without a token on a non-loopback --host instead of refusing to start (env TOOLBRIDGE_ALLOW_UNAUTHENTICATED=1)')
-  .option('--max-http-in-flight <n>', `HTTP calls answered at once; more get 429 (env TOOLBRIDGE_MAX_HTTP_IN_FLIGHT; default ${DEFAULT_GATEWAY_MAX_IN_FLIGHT})`)
-  .option('--debug', 'error answers keep host paths (env TOOLBRIDGE_DEBUG=1); by default they are shown relative to the project')
-  .option('--register', "once serving, register the tools with TrustGraph's configuration service (the embedded one on the embedded broker; env TOOLBRIDGE_REGISTER=1)")
-  .option('--timeout <seconds>', `with --register: how long to wait for the configuration service (env TOOLBRIDGE_REGISTER_TIMEOUT; default ${DEFAULT_REGISTER_TIMEOUT_SECONDS})`)
+  .option(
+    '--http-token <token>',
+    'bearer token required on /tools and /mcp (env TOOLBRIDGE_HTTP_TOKEN); /healthz, /readyz and /metrics stay open',
+  )
+  .option(
+    '--allowed-hosts <names>',
+    'comma-separated Host names /tools and /mcp answer besides IP addresses and localhost, e.g. a container name; * for any (env TOOLBRIDGE_ALLOWED_HOSTS)',
+  )
+  .option(
+    '--allowed-origins <origins>',
+    'comma-separated browser origins (scheme://host:port) allowed to call /tools and /mcp; default none (env TOOLBRIDGE_ALLOWED_ORIGINS)',
+  )
+  .option(
+    '--allow-unauthenticated',
+    'serve /tools or /mcp without a token on a non-loopback --host instead of refusing to start (env TOOLBRIDGE_ALLOW_UNAUTHENTICATED=1)',
+  )
+  .option(
+    '--max-http-in-flight <n>',
+    `HTTP calls answered at once; more get 429 (env TOOLBRIDGE_MAX_HTTP_IN_FLIGHT; default ${DEFAULT_GATEWAY_MAX_IN_FLIGHT})`,
+  )
+  .option(
+    '--debug',
+    'error answers keep host paths (env TOOLBRIDGE_DEBUG=1); by default they are shown relative to the project',
+  )
+  .option(
+    '--register',
+    "once serving, register the tools with TrustGraph's configuration service (the embedded one on the embedded broker; env TOOLBRIDGE_REGISTER=1)",
+  )
+  .option(
+    '--timeout <seconds>',
+    `with --register: how long to wait for the configuration service (env TOOLBRIDGE_REGISTER_TIMEOUT; default ${DEFAULT_REGISTER_TIMEOUT_SECONDS})`,
+  )
   .addOption(workspaceOption())
   .addOption(mcpTokenOption('bearer token /mcp requires instead of --http-token'))
   .action(async (flags: SettingFlags & { register?: boolean; timeout?: string }) => {
@@ -95,21 +136,27 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
     console.log(`toolbridge: serving on ${where} with the ${settings.invoker} invoker${lambdaAt}`)
     for (const spec of project.services) {
       const tools = spec.tools.map((t) => t.name).join(', ')
-      console.log(`  ${spec.id} (${spec.response}, concurrency ${spec.concurrency}): ${spec.requestQueue} -> ${spec.responseQueue}  tools: ${tools}`)
+      console.log(
+        `  ${spec.id} (${spec.response}, concurrency ${spec.concurrency}): ${spec.requestQueue} -> ${spec.responseQueue}  tools: ${tools}`,
+      )
     }
     if (runtime.gateway) {
       const url = runtime.gateway.url
       for (const { path, token } of endpointGuards(settings)) {
-        console.log(`  ${path === '/mcp' ? 'MCP' : 'HTTP'}: ${url}${path} (${token ? 'bearer token required' : `no token: open to anyone who reaches ${url}`})`)
+        console.log(
+          `  ${path === '/mcp' ? 'MCP' : 'HTTP'}: ${url}${path} (${token ? 'bearer token required' : `no token: open to anyone who reaches ${url}`})`,
+        )
       }
     }
     if (registration.register) {
       // The request queues are bound by now: an agent that reads these can reach the tools at once.
       const options = { workspace: settings.workspace, timeoutMs: registration.timeoutMs }
-      const registered = await registerOn(await runtime.connectClient(), project.services, options).catch(async (err: unknown) => {
-        await runtime.stop()
-        throw err
-      })
+      const registered = await registerOn(await runtime.connectClient(), project.services, options).catch(
+        async (err: unknown) => {
+          await runtime.stop()
+          throw err
+        },
+      )
       console.log(`  ${registered}`)
     }
     let stopping = false
@@ -155,74 +202,110 @@ addInvokerOptions(addBrokerOptions(invokeCommand))
     'the HTTP endpoint of a running `toolbridge start` to call through (env TOOLBRIDGE_URL); default: the one on this machine at 127.0.0.1:8080 (port: env TOOLBRIDGE_PORT) when it serves this serverless.yml and neither --broker nor --invoker is given',
   )
   .option('--http-token <token>', "the bearer token of that `toolbridge start`'s /tools (env TOOLBRIDGE_HTTP_TOKEN)")
-  .action(async (toolName: string, flags: SettingFlags & { arg: string[]; args?: string; user?: string; stream?: boolean; timeout: string; url?: string }) => {
-    endWhenDone = true
-    const project = await loadProject(program.opts().config)
-    const spec = project.services.find((s) => s.tools.some((t) => t.name === toolName))
-    const tool = spec?.tools.find((t) => t.name === toolName)
-    if (!spec || !tool) {
-      const known = project.services.flatMap((s) => s.tools.map((t) => t.name)).join(', ')
-      throw new ToolbridgeError('config', `unknown tool "${toolName}" (tools: ${known})`)
-    }
-    const args = parseArguments(flags.arg, flags.args)
-    const call = { user: flags.user, config: tool.config, arguments: args }
-    const printChunk = flags.stream ? (chunk: string) => void process.stdout.write(chunk) : () => {}
-    // A stream service's answer is all its chunks: wait for them whether or not they are printed as they come.
-    const options = { timeoutMs: timeoutMs(flags.timeout), onChunk: flags.stream || spec.response === 'stream' ? printChunk : undefined }
-    const printAnswer = (answer: string) => void process.stdout.write(flags.stream ? '\n' : answer + '\n')
-    const say = (route: string) => console.error(`toolbridge: via ${route}`)
+  .action(
+    async (
+      toolName: string,
+      flags: SettingFlags & {
+        arg: string[]
+        args?: string
+        user?: string
+        stream?: boolean
+        timeout: string
+        url?: string
+      },
+    ) => {
+      endWhenDone = true
+      const project = await loadProject(program.opts().config)
+      const spec = project.services.find((s) => s.tools.some((t) => t.name === toolName))
+      const tool = spec?.tools.find((t) => t.name === toolName)
+      if (!spec || !tool) {
+        const known = project.services.flatMap((s) => s.tools.map((t) => t.name)).join(', ')
+        throw new ToolbridgeError('config', `unknown tool "${toolName}" (tools: ${known})`)
+      }
+      const args = parseArguments(flags.arg, flags.args)
+      const call = { user: flags.user, config: tool.config, arguments: args }
+      const printChunk = flags.stream ? (chunk: string) => void process.stdout.write(chunk) : () => {}
+      // A stream service's answer is all its chunks: wait for them whether or not they are printed as they come.
+      const options = {
+        timeoutMs: timeoutMs(flags.timeout),
+        onChunk: flags.stream || spec.response === 'stream' ? printChunk : undefined,
+      }
+      const printAnswer = (answer: string) => void process.stdout.write(flags.stream ? '\n' : answer + '\n')
+      const say = (route: string) => console.error(`toolbridge: via ${route}`)
 
-    const settings = resolveSettings(flags, process.env, { gateway: false })
-    const route = resolveInvokeRoute(flags)
-    if (route.via === 'gateway') {
-      const { callThroughGateway, probeGateway } = await import('./gateway-client.ts')
-      const token = settings.httpToken
-      const probe = await probeGateway(route.url, token)
-      const throughGateway = async () => {
-        say(route.url)
-        printAnswer(await callThroughGateway(route.url, toolName, call, { ...options, token }))
+      const settings = resolveSettings(flags, process.env, { gateway: false })
+      const route = resolveInvokeRoute(flags)
+      if (route.via === 'gateway') {
+        const { callThroughGateway, probeGateway } = await import('./gateway-client.ts')
+        const token = settings.httpToken
+        const probe = await probeGateway(route.url, token)
+        const throughGateway = async () => {
+          say(route.url)
+          printAnswer(await callThroughGateway(route.url, toolName, call, { ...options, token }))
+        }
+        if (!route.fallBackToEmbedded) {
+          if (probe.found === 'tools' && probe.names.includes(toolName)) return throughGateway()
+          const why =
+            probe.found === 'tools'
+              ? `does not serve "${toolName}"`
+              : probe.found === 'token-required'
+                ? 'wants a bearer token: give --http-token (env TOOLBRIDGE_HTTP_TOKEN)'
+                : 'no toolbridge answers there'
+          throw new ToolbridgeError('config', `--url ${route.url}: ${why}`)
+        }
+        // The bridge on this machine's default port may be another project's: use it only if it serves exactly these tools.
+        const hint = `call it with --url ${route.url}, or run the tool here with --invoker local`
+        if (probe.found === 'token-required') {
+          throw new ToolbridgeError(
+            'config',
+            `the toolbridge at ${route.url} wants a bearer token: give --http-token (env TOOLBRIDGE_HTTP_TOKEN), or run the tool here with --invoker local`,
+          )
+        }
+        if (probe.found === 'tools') {
+          const difference = toolsDifference(
+            project.services.flatMap((s) => s.tools.map((t) => t.name)),
+            probe.names,
+          )
+          if (difference === undefined) return throughGateway()
+          throw new ToolbridgeError(
+            'config',
+            `the toolbridge at ${route.url} does not serve ${program.opts().config} (${difference}): ${hint}`,
+          )
+        }
       }
-      if (!route.fallBackToEmbedded) {
-        if (probe.found === 'tools' && probe.names.includes(toolName)) return throughGateway()
-        const why =
-          probe.found === 'tools' ? `does not serve "${toolName}"` : probe.found === 'token-required' ? 'wants a bearer token: give --http-token (env TOOLBRIDGE_HTTP_TOKEN)' : 'no toolbridge answers there'
-        throw new ToolbridgeError('config', `--url ${route.url}: ${why}`)
+      // Through the broker; without one (and no running bridge to go through), from an embedded bridge in this process.
+      const [{ connectToTools }, { RequestClient }, { redact }] = await Promise.all([
+        import('./connect.ts'),
+        import('../trustgraph/request-client.ts'),
+        import('../transports/redact.ts'),
+      ])
+      say(
+        settings.broker === undefined
+          ? `an embedded bridge in this process (${settings.invoker} invoker)`
+          : redact(settings.broker),
+      )
+      const tools = await connectToTools(project, settings)
+      const client = new RequestClient(tools.transport, spec)
+      try {
+        await client.start()
+        printAnswer(await client.call(call, options))
+      } finally {
+        await client.close()
+        await tools.close()
       }
-      // The bridge on this machine's default port may be another project's: use it only if it serves exactly these tools.
-      const hint = `call it with --url ${route.url}, or run the tool here with --invoker local`
-      if (probe.found === 'token-required') {
-        throw new ToolbridgeError('config', `the toolbridge at ${route.url} wants a bearer token: give --http-token (env TOOLBRIDGE_HTTP_TOKEN), or run the tool here with --invoker local`)
-      }
-      if (probe.found === 'tools') {
-        const difference = toolsDifference(project.services.flatMap((s) => s.tools.map((t) => t.name)), probe.names)
-        if (difference === undefined) return throughGateway()
-        throw new ToolbridgeError('config', `the toolbridge at ${route.url} does not serve ${program.opts().config} (${difference}): ${hint}`)
-      }
-    }
-    // Through the broker; without one (and no running bridge to go through), from an embedded bridge in this process.
-    const [{ connectToTools }, { RequestClient }, { redact }] = await Promise.all([
-      import('./connect.ts'),
-      import('../trustgraph/request-client.ts'),
-      import('../transports/redact.ts'),
-    ])
-    say(settings.broker === undefined ? `an embedded bridge in this process (${settings.invoker} invoker)` : redact(settings.broker))
-    const tools = await connectToTools(project, settings)
-    const client = new RequestClient(tools.transport, spec)
-    try {
-      await client.start()
-      printAnswer(await client.call(call, options))
-    } finally {
-      await client.close()
-      await tools.close()
-    }
-  })
+    },
+  )
 
 /** How the tools a bridge serves differ from the project's, in a few words; undefined when they are the same. */
 function toolsDifference(ours: string[], served: string[]): string | undefined {
-  const few = (names: string[]) => (names.length > 4 ? `${names.slice(0, 4).join(', ')} and ${names.length - 4} more` : names.join(', '))
+  const few = (names: string[]) =>
+    names.length > 4 ? `${names.slice(0, 4).join(', ')} and ${names.length - 4} more` : names.join(', ')
   const missing = ours.filter((name) => !served.includes(name))
   const extra = served.filter((name) => !ours.includes(name))
-  const parts = [missing.length > 0 ? `it lacks ${few(missing)}` : '', extra.length > 0 ? `it also serves ${few(extra)}` : ''].filter(Boolean)
+  const parts = [
+    missing.length > 0 ? `it lacks ${few(missing)}` : '',
+    extra.length > 0 ? `it also serves ${few(extra)}` : '',
+  ].filter(Boolean)
   return parts.length === 0 ? undefined : parts.join('; ')
 }
 
@@ -252,7 +335,11 @@ program
     const results = await checkFunctions(project, resolveSettings(flags, process.env, { gateway: false }))
     for (const r of results) console.log(`${r.ok ? 'ok ' : 'BAD'}  ${r.service}  ${r.target}: ${r.detail}`)
     const bad = results.filter((r) => !r.ok).length
-    if (bad > 0) throw new ToolbridgeError('config', `${bad} of ${results.length} function${results.length > 1 ? 's' : ''} cannot be called`)
+    if (bad > 0)
+      throw new ToolbridgeError(
+        'config',
+        `${bad} of ${results.length} function${results.length > 1 ? 's' : ''} cannot be called`,
+      )
   })
 
 addScaffoldCommands(program)

@@ -11,11 +11,18 @@ import type { McpEndpoint } from '../project/descriptors.ts'
 const brokerOption = () =>
   new Option('-b, --broker <url>', 'broker URL (env TOOLBRIDGE_BROKER); default: the embedded broker')
 // For pulsar:// brokers: token, advertised listener, and which client library.
-const pulsarTokenOption = () => new Option('--pulsar-token <token>', 'with a pulsar:// broker: token for its token authentication (env PULSAR_TOKEN)')
+const pulsarTokenOption = () =>
+  new Option('--pulsar-token <token>', 'with a pulsar:// broker: token for its token authentication (env PULSAR_TOKEN)')
 const pulsarListenerOption = () =>
-  new Option('--pulsar-listener <name>', "with a pulsar:// broker: the advertised listener to look topics up for (env TOOLBRIDGE_PULSAR_LISTENER), as TrustGraph's --pulsar-listener")
+  new Option(
+    '--pulsar-listener <name>',
+    "with a pulsar:// broker: the advertised listener to look topics up for (env TOOLBRIDGE_PULSAR_LISTENER), as TrustGraph's --pulsar-listener",
+  )
 const pulsarClientOption = () =>
-  new Option('--pulsar-client <kind>', 'with a pulsar:// broker: the built-in TypeScript client, or the optional native pulsar-client addon (env TOOLBRIDGE_PULSAR_CLIENT; default builtin)').choices(PULSAR_CLIENTS)
+  new Option(
+    '--pulsar-client <kind>',
+    'with a pulsar:// broker: the built-in TypeScript client, or the optional native pulsar-client addon (env TOOLBRIDGE_PULSAR_CLIENT; default builtin)',
+  ).choices(PULSAR_CLIENTS)
 
 export const invokerOption = () =>
   new Option('--invoker <kind>', 'where functions run (env TOOLBRIDGE_INVOKER)').choices(INVOKERS)
@@ -32,17 +39,28 @@ const lambdaRetryWindowOption = () =>
 
 /** --broker and the options of particular brokers. */
 export const addBrokerOptions = (command: Command): Command =>
-  command.addOption(brokerOption()).addOption(pulsarTokenOption()).addOption(pulsarListenerOption()).addOption(pulsarClientOption())
+  command
+    .addOption(brokerOption())
+    .addOption(pulsarTokenOption())
+    .addOption(pulsarListenerOption())
+    .addOption(pulsarClientOption())
 
 /** Where functions run, for a command that serves the tools from a bridge of its own when no broker is given. */
 export const addInvokerOptions = (command: Command): Command =>
   command.addOption(invokerOption()).addOption(lambdaEndpointOption()).addOption(lambdaRetryWindowOption())
 
 export const workspaceOption = () =>
-  new Option('-w, --workspace <workspace>', 'TrustGraph workspace to register in (env TOOLBRIDGE_WORKSPACE; default "default")')
-export const queuesOption = () => new Option('--queues <style>', 'spelling of generated queue names').choices(QUEUE_STYLES).default('logical')
+  new Option(
+    '-w, --workspace <workspace>',
+    'TrustGraph workspace to register in (env TOOLBRIDGE_WORKSPACE; default "default")',
+  )
+export const queuesOption = () =>
+  new Option('--queues <style>', 'spelling of generated queue names').choices(QUEUE_STYLES).default('logical')
 export const mcpUrlOption = () =>
-  new Option('--mcp-url <url>', "also TrustGraph `mcp` entries and `mcp-tool` tools reaching these tools at this MCP URL (a `toolbridge start`'s /mcp)")
+  new Option(
+    '--mcp-url <url>',
+    "also TrustGraph `mcp` entries and `mcp-tool` tools reaching these tools at this MCP URL (a `toolbridge start`'s /mcp)",
+  )
 export const mcpTokenOption = (what: string) => new Option('--mcp-token <token>', `${what} (env TOOLBRIDGE_MCP_TOKEN)`)
 
 /** --timeout in seconds, read by timeoutMs() when the command needs it. */
@@ -64,6 +82,7 @@ export function mcpEndpoint(url: string | undefined, token: string | undefined):
   } catch {
     throw new UsageError('--mcp-url', `"${url}" is not a URL, e.g. http://toolbridge:8080/mcp`)
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError('--mcp-url', `"${url}" must be an http:// or https:// URL`)
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new UsageError('--mcp-url', `"${url}" must be an http:// or https:// URL`)
   return token ? { url, authToken: token } : { url }
 }

@@ -5,4 +5,6 @@
  */
 import { fileURLToPath } from 'node:url'
 
-export const PACKAGE_ROOT = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../../' : '../../../', import.meta.url))
+export const PACKAGE_ROOT = fileURLToPath(
+  new URL(import.meta.url.endsWith('.ts') ? '../../' : '../../../', import.meta.url),
+)

@@ -12,17 +12,26 @@ export function addScaffoldCommands(program: Command): void {
   program
     .command('init [dir]')
     .description('create a project: serverless.yml with one tool service, its function, a test, package.json')
-    .addOption(new Option('-t, --template <name>', `what the first tool does (${TEMPLATES.join(', ')})`).default('minimal'))
+    .addOption(
+      new Option('-t, --template <name>', `what the first tool does (${TEMPLATES.join(', ')})`).default('minimal'),
+    )
     .option('--js', 'JavaScript instead of TypeScript')
     .option('--force', 'write into a folder that is not empty, overwriting the files of the same names')
     .action(async (dirArgument: string | undefined, flags: { template: string; js?: boolean; force?: boolean }) => {
       const { initProject } = await import('./init.ts')
-      const written = initProject({ dir: dirArgument ?? '.', template: flags.template, language: flags.js ? 'js' : 'ts', force: flags.force ?? false })
+      const written = initProject({
+        dir: dirArgument ?? '.',
+        template: flags.template,
+        language: flags.js ? 'js' : 'ts',
+        force: flags.force ?? false,
+      })
       if (written.overwritten.length > 0) console.log(`toolbridge: overwrote ${written.overwritten.join(', ')}`)
       console.log(`toolbridge: created ${written.files.join(', ')} in ${written.dir}`)
       const fromHere = relative(process.cwd(), written.dir)
       const cd = fromHere.startsWith('..') ? written.dir : fromHere
-      console.log(['', 'Next:', ...(cd === '' ? [] : [`  cd ${cd}`]), '  npm install', '  npm test', '  npm start'].join('\n'))
+      console.log(
+        ['', 'Next:', ...(cd === '' ? [] : [`  cd ${cd}`]), '  npm install', '  npm test', '  npm start'].join('\n'),
+      )
     })
 
   program

@@ -11,13 +11,33 @@ import { ToolbridgeError } from '../../shared/errors.ts'
 import type { QueueStyle } from '../../shared/queues.ts'
 import { ConfigClient } from '../trustgraph/config-client.ts'
 import { resolveSettings, type SettingFlags, type Settings } from '../project/settings.ts'
-import { register, registrationItems, registrationKeys, unregister, type RegistrationOptions } from '../trustgraph/registration.ts'
+import {
+  register,
+  registrationItems,
+  registrationKeys,
+  unregister,
+  type RegistrationOptions,
+} from '../trustgraph/registration.ts'
 import { redact } from '../transports/redact.ts'
 import type { Transport } from '../transports/transport.ts'
-import { addBrokerOptions, addInvokerOptions, mcpEndpoint, mcpTokenOption, mcpUrlOption, queuesOption, timeoutMs, timeoutOption, workspaceOption } from './options.ts'
+import {
+  addBrokerOptions,
+  addInvokerOptions,
+  mcpEndpoint,
+  mcpTokenOption,
+  mcpUrlOption,
+  queuesOption,
+  timeoutMs,
+  timeoutOption,
+  workspaceOption,
+} from './options.ts'
 
 /** Puts the descriptors into the configuration service reachable on `transport`; returns a one-line summary. */
-export async function registerOn(transport: Transport, services: ToolServiceSpec[], options: RegistrationOptions & { timeoutMs?: number }): Promise<string> {
+export async function registerOn(
+  transport: Transport,
+  services: ToolServiceSpec[],
+  options: RegistrationOptions & { timeoutMs?: number },
+): Promise<string> {
   const client = new ConfigClient(transport, { timeoutMs: options.timeoutMs })
   try {
     await client.start()
@@ -48,7 +68,11 @@ export function addTrustgraphCommands(program: Command): void {
     const { loadProject } = await import('../project/project.ts')
     const project = loadProject(program.opts().config)
     const settings = resolveSettings(flags, process.env, { gateway: false })
-    const options: RegistrationOptions = { workspace: settings.workspace, queues: flags.queues, mcp: mcpEndpoint(flags.mcpUrl, settings.mcpToken) }
+    const options: RegistrationOptions = {
+      workspace: settings.workspace,
+      queues: flags.queues,
+      mcp: mcpEndpoint(flags.mcpUrl, settings.mcpToken),
+    }
     return { project, settings, options }
   }
 
@@ -69,7 +93,11 @@ export function addTrustgraphCommands(program: Command): void {
       const { project, settings, options } = await prepare(flags)
       if (flags.dryRun) {
         // As TrustGraph's own translator prints them: no per-value workspace unless set.
-        const values = registrationItems(project.services, options).map(({ type, key, value }) => ({ type, key, value }))
+        const values = registrationItems(project.services, options).map(({ type, key, value }) => ({
+          type,
+          key,
+          value,
+        }))
         console.log(JSON.stringify({ operation: 'put', workspace: options.workspace, values }, null, 2))
         return
       }
@@ -78,18 +106,29 @@ export function addTrustgraphCommands(program: Command): void {
       const { connectBroker } = await import('./connect.ts')
       const transport = await connectBroker(broker, settings.pulsar)
       try {
-        console.log(`toolbridge: ${await registerOn(transport, project.services, { ...options, timeoutMs: timeout })} on ${redact(broker)}`)
+        console.log(
+          `toolbridge: ${await registerOn(transport, project.services, { ...options, timeoutMs: timeout })} on ${redact(broker)}`,
+        )
       } finally {
         await transport.close()
       }
     })
 
-  registration('unregister', "delete from TrustGraph's configuration service what register puts there (MCP entries too, without --mcp-url)")
+  registration(
+    'unregister',
+    "delete from TrustGraph's configuration service what register puts there (MCP entries too, without --mcp-url)",
+  )
     .option('--dry-run', 'print the keys it would delete instead of deleting them')
     .action(async (flags: RegisterFlags) => {
       const { project, settings, options } = await prepare(flags)
       if (flags.dryRun) {
-        console.log(JSON.stringify({ operation: 'delete', workspace: options.workspace, keys: registrationKeys(project.services) }, null, 2))
+        console.log(
+          JSON.stringify(
+            { operation: 'delete', workspace: options.workspace, keys: registrationKeys(project.services) },
+            null,
+            2,
+          ),
+        )
         return
       }
       const broker = configServiceBroker(settings)
@@ -101,31 +140,37 @@ export function addTrustgraphCommands(program: Command): void {
         await client.start()
         const keys = await unregister(client, project.services, options)
         const which = keys.length === 0 ? ' (none was there)' : `: ${keys.map((k) => `${k.type}/${k.key}`).join(', ')}`
-        console.log(`toolbridge: deleted ${keys.length} config items from workspace "${options.workspace}" on ${redact(broker)}${which}`)
+        console.log(
+          `toolbridge: deleted ${keys.length} config items from workspace "${options.workspace}" on ${redact(broker)}${which}`,
+        )
       } finally {
         await client.close()
         await transport.close()
       }
     })
 
-  addInvokerOptions(addBrokerOptions(program.command('mcp').description('serve every tool as an MCP server on stdin/stdout, calling it through the broker'))).action(
-    async (flags: SettingFlags) => {
-      const [{ loadProject }, { connectToTools }, { createToolCaller }, { serveMcpStdio }] = await Promise.all([
-        import('../project/project.ts'),
-        import('./connect.ts'),
-        import('../trustgraph/tool-caller.ts'),
-        import('../http/mcp.ts'),
-      ])
-      const project = loadProject(program.opts().config)
-      // Without a broker, the tools are served by an embedded bridge in this process.
-      const tools = await connectToTools(project, resolveSettings(flags, process.env, { gateway: false }))
-      const caller = createToolCaller(project.services, tools.transport)
-      try {
-        await serveMcpStdio(caller)
-      } finally {
-        await caller.close()
-        await tools.close()
-      }
-    },
-  )
+  addInvokerOptions(
+    addBrokerOptions(
+      program
+        .command('mcp')
+        .description('serve every tool as an MCP server on stdin/stdout, calling it through the broker'),
+    ),
+  ).action(async (flags: SettingFlags) => {
+    const [{ loadProject }, { connectToTools }, { createToolCaller }, { serveMcpStdio }] = await Promise.all([
+      import('../project/project.ts'),
+      import('./connect.ts'),
+      import('../trustgraph/tool-caller.ts'),
+      import('../http/mcp.ts'),
+    ])
+    const project = loadProject(program.opts().config)
+    // Without a broker, the tools are served by an embedded bridge in this process.
+    const tools = await connectToTools(project, resolveSettings(flags, process.env, { gateway: false }))
+    const caller = createToolCaller(project.services, tools.transport)
+    try {
+      await serveMcpStdio(caller)
+    } finally {
+      await caller.close()
+      await tools.close()
+    }
+  })
 }

@@ -73,7 +73,9 @@ export function createBridge(options: BridgeOptions): Bridge {
   let drained: (() => void) | undefined
 
   /** What is known of a request before invoking: its tool (a label in logs and metrics), and either the event or why it is refused. */
-  type Taken = { tool: string; refused: Outcome; event?: undefined } | { tool: string; refused?: undefined; event: unknown }
+  type Taken =
+    | { tool: string; refused: Outcome; event?: undefined }
+    | { tool: string; refused?: undefined; event: unknown }
 
   /**
    * An exception while handling a request (a bug, or input that defeats a
@@ -147,7 +149,9 @@ export function createBridge(options: BridgeOptions): Bridge {
       if (outcome.ok) unloadable.delete(spec.id)
       if (settled) return
       if (!outcome.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: outcome.kind }, outcome.message)
-      const sent = await responder.finish(outcome.ok || !scrub ? outcome : { ...outcome, message: scrub(outcome.message) })
+      const sent = await responder.finish(
+        outcome.ok || !scrub ? outcome : { ...outcome, message: scrub(outcome.message) },
+      )
       // A `single` answer too large for one message went out as an error.
       if (outcome.ok && !sent.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: sent.kind }, sent.message)
       metrics.answered(taken.tool, sent.ok ? undefined : sent.kind, (performance.now() - started) / 1000)
@@ -155,11 +159,17 @@ export function createBridge(options: BridgeOptions): Bridge {
     } catch (err) {
       if (isToolbridgeError(err) && !err.retriable) {
         // It would fail the same way on every redelivery: drop it rather than loop.
-        logger.error({ service: spec.id, tool: taken.tool, id, err: err.message }, 'could not publish the response; request dropped')
+        logger.error(
+          { service: spec.id, tool: taken.tool, id, err: err.message },
+          'could not publish the response; request dropped',
+        )
         settle('ack')
       } else {
         // Give the request back so it can be answered; never ack and lose it.
-        logger.error({ service: spec.id, tool: taken.tool, id, err: messageOf(err) }, 'could not publish the response; request returned to the queue')
+        logger.error(
+          { service: spec.id, tool: taken.tool, id, err: messageOf(err) },
+          'could not publish the response; request returned to the queue',
+        )
         settle('nack')
       }
     }

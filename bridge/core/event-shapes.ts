@@ -42,7 +42,8 @@ export interface EventMapping {
 }
 
 export function compileEventShape(shape: ShapeSpec): EventMapping {
-  const format = (outcome: Outcome): Outcome => (outcome.ok ? { ok: true, text: formatAnswer(outcome.text, shape.answer) } : outcome)
+  const format = (outcome: Outcome): Outcome =>
+    outcome.ok ? { ok: true, text: formatAnswer(outcome.text, shape.answer) } : outcome
   switch (shape.event) {
     case 'envelope':
       return { event: (request) => ({ ok: true, event: request }), answer: format }
@@ -58,7 +59,10 @@ export function compileEventShape(shape: ShapeSpec): EventMapping {
         event(request) {
           const http = httpRequest(route, request)
           if (!http.ok) return http
-          return { ok: true, event: version === 'apigw-v2' ? apigwV2Event(http.value) : apigwV1Event(route, http.value) }
+          return {
+            ok: true,
+            event: version === 'apigw-v2' ? apigwV2Event(http.value) : apigwV1Event(route, http.value),
+          }
         },
         answer: (outcome) => (outcome.ok ? proxyAnswer(version, outcome.text, shape.answer) : outcome),
       }
@@ -89,7 +93,8 @@ function lookup(request: ToolRequest, name: string): unknown {
 }
 
 const WHOLE_PLACEHOLDER = new RegExp(`^${TEMPLATE_PLACEHOLDER.source}$`)
-const asText = (value: unknown) => (value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value))
+const asText = (value: unknown) =>
+  value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value)
 
 /** Fills a template (checked when serverless.yml was read: every placeholder names a known path). */
 export function renderTemplate(template: unknown, request: ToolRequest): unknown {
@@ -143,7 +148,12 @@ function httpRequest(route: RouteSpec, request: ToolRequest): { ok: true; value:
     pathParameters[name] = paramText(value ?? '')
     return encodeURIComponent(pathParameters[name])
   })
-  if (missing !== undefined) return { ok: false, kind: 'invalid-arguments', message: `invalid arguments: "${missing}" is required (it is part of the path ${route.path})` }
+  if (missing !== undefined)
+    return {
+      ok: false,
+      kind: 'invalid-arguments',
+      message: `invalid arguments: "${missing}" is required (it is part of the path ${route.path})`,
+    }
   const withoutBody = route.method === 'GET' || route.method === 'DELETE'
   const query = new URLSearchParams()
   const rest: Record<string, unknown> = {}
@@ -162,7 +172,8 @@ function httpRequest(route: RouteSpec, request: ToolRequest): { ok: true; value:
   return { ok: true, value: { method: route.method, path, pathParameters, query, headers, body } }
 }
 
-const lowerCaseKeys = (headers: Record<string, string>) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]))
+const lowerCaseKeys = (headers: Record<string, string>) =>
+  Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]))
 
 const HOST = 'toolbridge.execute-api.localhost'
 const STAGE = '$default'
@@ -196,7 +207,13 @@ function apigwV2Event(http: HttpRequest) {
       apiId: 'toolbridge',
       domainName: HOST,
       domainPrefix: 'toolbridge',
-      http: { method: http.method, path: http.path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'toolbridge' },
+      http: {
+        method: http.method,
+        path: http.path,
+        protocol: 'HTTP/1.1',
+        sourceIp: '127.0.0.1',
+        userAgent: 'toolbridge',
+      },
       requestId: randomUUID(),
       routeKey: '$default',
       stage: STAGE,
@@ -252,9 +269,19 @@ export function proxyAnswer(version: 'apigw-v1' | 'apigw-v2', text: string, form
   if (!isRecord(result) || typeof result.statusCode !== 'number') {
     // HTTP APIs take a result without statusCode as a 200 with that JSON as the body; REST APIs answer 502.
     if (version === 'apigw-v2') return { ok: true, text: formatAnswer(text, format) }
-    return { ok: false, kind: 'function-error', message: 'the function did not return a proxy response ({statusCode, body}), as an API Gateway REST API (apigw-v1) needs' }
+    return {
+      ok: false,
+      kind: 'function-error',
+      message:
+        'the function did not return a proxy response ({statusCode, body}), as an API Gateway REST API (apigw-v1) needs',
+    }
   }
-  let body = typeof result.body === 'string' ? result.body : result.body === undefined || result.body === null ? '' : JSON.stringify(result.body)
+  let body =
+    typeof result.body === 'string'
+      ? result.body
+      : result.body === undefined || result.body === null
+        ? ''
+        : JSON.stringify(result.body)
   if (result.isBase64Encoded === true) body = Buffer.from(body, 'base64').toString('utf8')
   if (!isSuccess(result.statusCode)) return httpStatusOutcome(result.statusCode, body)
   return { ok: true, text: formatAnswer(body, format) }

@@ -18,7 +18,8 @@ export type CheckResult = { ok: true; request: ToolRequest } | Refusal
 export type RequestCheck = (request: ToolRequest) => CheckResult
 
 const sameRules = (a: readonly ArgumentRule[], b: readonly ArgumentRule[]) =>
-  a.length === b.length && a.every((r, i) => r.name === b[i]!.name && r.type === b[i]!.type && r.required === b[i]!.required)
+  a.length === b.length &&
+  a.every((r, i) => r.name === b[i]!.name && r.type === b[i]!.type && r.required === b[i]!.required)
 
 function matchesConfig(tool: ToolSpec, config: Record<string, unknown>): boolean {
   for (const [key, value] of Object.entries(tool.config)) {
@@ -53,7 +54,10 @@ export function compileRequestCheck(spec: ToolServiceSpec): RequestCheck {
     if (!rules || rules.length === 0) return { ok: true, request }
     const checked = checkArguments(request.arguments, rules)
     if (!checked.ok) return { ok: false, kind: 'invalid-arguments', message: checked.message }
-    return { ok: true, request: checked.value === request.arguments ? request : { ...request, arguments: checked.value } }
+    return {
+      ok: true,
+      request: checked.value === request.arguments ? request : { ...request, arguments: checked.value },
+    }
   }
 }
 

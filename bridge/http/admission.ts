@@ -34,7 +34,9 @@ export class InFlightCap {
   /** A release function (safe to call more than once), or a 429 HttpError when the cap is reached. */
   enter(): () => void {
     if (this.taken >= this.max) {
-      throw new HttpError(429, `too many calls in flight (${this.max}); try again shortly`, { 'retry-after': String(RETRY_AFTER_SECONDS) })
+      throw new HttpError(429, `too many calls in flight (${this.max}); try again shortly`, {
+        'retry-after': String(RETRY_AFTER_SECONDS),
+      })
     }
     this.taken++
     let released = false
@@ -85,7 +87,10 @@ class Gate {
         cancel: (error) => (leave(), reject(error)),
       }
       const onAbort = () => waiter.cancel(new CallerGoneError('caller gone before the call was sent'))
-      const timer = setTimeout(() => waiter.cancel(new ToolCallTimeoutError(`not started within ${waitMs} ms: the service is busy`)), waitMs)
+      const timer = setTimeout(
+        () => waiter.cancel(new ToolCallTimeoutError(`not started within ${waitMs} ms: the service is busy`)),
+        waitMs,
+      )
       signal?.addEventListener('abort', onAbort, { once: true })
       this.waiting.add(waiter)
     })

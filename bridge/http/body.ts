@@ -19,7 +19,10 @@ export const DISCARD_BYTES = 64 * 1024 * 1024
 export function requireJson(req: IncomingMessage): void {
   const mediaType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
   if (mediaType !== 'application/json') {
-    throw new HttpError(415, `Content-Type must be application/json, got ${JSON.stringify((req.headers['content-type'] ?? '(none)').slice(0, 100))}`)
+    throw new HttpError(
+      415,
+      `Content-Type must be application/json, got ${JSON.stringify((req.headers['content-type'] ?? '(none)').slice(0, 100))}`,
+    )
   }
 }
 

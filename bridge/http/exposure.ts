@@ -43,9 +43,15 @@ export async function isLoopbackHost(host: string): Promise<boolean> {
 }
 
 /** Refuses a non-loopback address with any endpoint open, naming them, unless `allowUnauthenticated`. */
-export async function checkExposure(host: string, tokens: EndpointTokens, allowUnauthenticated: boolean): Promise<void> {
+export async function checkExposure(
+  host: string,
+  tokens: EndpointTokens,
+  allowUnauthenticated: boolean,
+): Promise<void> {
   if (allowUnauthenticated) return
-  const open = endpointGuards(tokens).filter((e) => e.token === undefined).map((e) => e.path)
+  const open = endpointGuards(tokens)
+    .filter((e) => e.token === undefined)
+    .map((e) => e.path)
   if (open.length === 0 || (await isLoopbackHost(host))) return
   throw new ConfigError(
     '--host',

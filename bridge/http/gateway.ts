@@ -93,7 +93,8 @@ function callError(err: unknown): { type: string; message: string } {
   return { type: err instanceof ToolCallTimeoutError ? 'timeout' : 'unavailable', message: bounded(messageOf(err)) }
 }
 
-const abandonedError = () => new ToolbridgeError('unavailable', 'toolbridge stopped before this call was answered: try again', { retriable: true })
+const abandonedError = () =>
+  new ToolbridgeError('unavailable', 'toolbridge stopped before this call was answered: try again', { retriable: true })
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const { services, transport } = options
@@ -169,20 +170,29 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   /** The endpoints that run tools: Host, Origin and token checked, then one slot of the cap per call. */
-  async function runTools(path: '/tools' | '/mcp', tool: string | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function runTools(
+    path: '/tools' | '/mcp',
+    tool: string | undefined,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
     const refusal = hostOrigin(req)
     if (refusal) throw new HttpError(refusal.status, refusal.message)
     const token = tokenFor.get(path)
     if (token !== undefined && !bearerMatches(req.headers.authorization, token)) {
       // Who tried, never what they sent.
-      logger.warn({ path, method: req.method, remoteAddress: req.socket.remoteAddress }, 'HTTP request refused: missing or wrong bearer token')
+      logger.warn(
+        { path, method: req.method, remoteAddress: req.socket.remoteAddress },
+        'HTTP request refused: missing or wrong bearer token',
+      )
       throw new HttpError(401, 'missing or wrong bearer token', { 'www-authenticate': 'Bearer' })
     }
     if (tool === undefined && path === '/tools') {
       if (req.method !== 'GET') throw new HttpError(405, `no route for ${req.method} ${path}`)
       return sendJson(res, 200, { tools: [...tools.values()].map(({ spec, tool }) => toolDescriptor(spec, tool)) })
     }
-    if (path === '/tools' && req.method !== 'POST') throw new HttpError(405, `no route for ${req.method} /tools/${tool}`)
+    if (path === '/tools' && req.method !== 'POST')
+      throw new HttpError(405, `no route for ${req.method} /tools/${tool}`)
     if (draining) {
       const message = 'toolbridge is shutting down: try again shortly (another replica may answer)'
       if (path === '/mcp') return (await loadMcp()).jsonRpcError(res, 503, message, RETRY_LATER)
@@ -249,7 +259,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   } catch (err) {
     await caller.close()
     if (isRecord(err) && err.code === 'EADDRINUSE') {
-      throw new ToolbridgeError('config', `HTTP port ${options.host}:${options.port} is already in use (another toolbridge start?): choose another with --port, or --port off`)
+      throw new ToolbridgeError(
+        'config',
+        `HTTP port ${options.host}:${options.port} is already in use (another toolbridge start?): choose another with --port, or --port off`,
+      )
     }
     throw err
   }

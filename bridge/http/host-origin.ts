@@ -55,12 +55,18 @@ export function createHostOriginCheck(policy: HostOriginPolicy): (req: IncomingM
     if (host !== undefined && !anyHost) {
       const name = hostName(host)
       if (isIP(name) === 0 && !names.has(name)) {
-        return { status: 403, message: `Host "${host.slice(0, 200)}" is not allowed: add it with --allowed-hosts (env TOOLBRIDGE_ALLOWED_HOSTS)` }
+        return {
+          status: 403,
+          message: `Host "${host.slice(0, 200)}" is not allowed: add it with --allowed-hosts (env TOOLBRIDGE_ALLOWED_HOSTS)`,
+        }
       }
     }
     const origin = req.headers.origin
     if (origin !== undefined && !origins.has(origin.toLowerCase())) {
-      return { status: 403, message: `Origin "${origin.slice(0, 200)}" is not allowed: add it with --allowed-origins (env TOOLBRIDGE_ALLOWED_ORIGINS)` }
+      return {
+        status: 403,
+        message: `Origin "${origin.slice(0, 200)}" is not allowed: add it with --allowed-origins (env TOOLBRIDGE_ALLOWED_ORIGINS)`,
+      }
     }
     return undefined
   }

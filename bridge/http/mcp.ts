@@ -18,7 +18,13 @@ import { Writable } from 'node:stream'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js'
 import { inputSchema } from '../../shared/arguments.ts'
 import { isRecord, messageOf } from '../../shared/errors.ts'
 import { ToolCallError } from '../trustgraph/request-client.ts'
@@ -60,7 +66,10 @@ export function createMcpServer(caller: ToolCaller): Server {
         ? undefined
         : (chunk: string) =>
             void extra
-              .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message: chunk } })
+              .sendNotification({
+                method: 'notifications/progress',
+                params: { progressToken, progress: ++progress, message: chunk },
+              })
               .catch(() => {}) // a client that went away still gets nothing; the call finishes regardless
     try {
       // The SDK aborts extra.signal when the client goes away (the HTTP response closes).
@@ -68,7 +77,8 @@ export function createMcpServer(caller: ToolCaller): Server {
       return { content: [{ type: 'text', text }] }
     } catch (err) {
       // Arguments no service could take (nested too deep): the request is at fault, not the tool.
-      if (err instanceof ToolCallError && err.type === 'bad-request') throw new McpError(ErrorCode.InvalidParams, bounded(err.message))
+      if (err instanceof ToolCallError && err.type === 'bad-request')
+        throw new McpError(ErrorCode.InvalidParams, bounded(err.message))
       // A failed tool is a result the model can read, not a protocol error.
       const text = err instanceof ToolCallError ? `${err.type}: ${err.message}` : messageOf(err)
       return { content: [{ type: 'text', text: bounded(text) }], isError: true }
@@ -80,10 +90,20 @@ export function createMcpServer(caller: ToolCaller): Server {
 /** JSON-RPC error codes per HTTP status of a refusal (the rest are the SDK's "connection closed"). */
 const CODE_BY_STATUS: Record<number, number> = { 400: ErrorCode.ParseError }
 
-export function jsonRpcError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}, code?: number): void {
-  res
-    .writeHead(status, { 'content-type': 'application/json', ...headers })
-    .end(JSON.stringify({ jsonrpc: '2.0', error: { code: code ?? CODE_BY_STATUS[status] ?? ErrorCode.ConnectionClosed, message }, id: null }))
+export function jsonRpcError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+  code?: number,
+): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      error: { code: code ?? CODE_BY_STATUS[status] ?? ErrorCode.ConnectionClosed, message },
+      id: null,
+    }),
+  )
 }
 
 export interface McpHttpOptions {
@@ -98,12 +118,19 @@ export interface McpHttpOptions {
 export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // Stateless: no session to resume (GET) or end (DELETE).
-    if (req.method !== 'POST') return jsonRpcError(res, 405, 'Method not allowed: this MCP endpoint is stateless, POST only', { allow: 'POST' })
+    if (req.method !== 'POST')
+      return jsonRpcError(res, 405, 'Method not allowed: this MCP endpoint is stateless, POST only', { allow: 'POST' })
     requireJson(req)
     const message = await readJsonBody(req, options.maxBodyBytes, undefined)
     if (message === undefined) throw new HttpError(400, 'Parse error: empty body')
     if (Array.isArray(message)) {
-      return jsonRpcError(res, 400, 'Invalid Request: JSON-RPC batches are not supported; send one message per request', {}, ErrorCode.InvalidRequest)
+      return jsonRpcError(
+        res,
+        400,
+        'Invalid Request: JSON-RPC batches are not supported; send one message per request',
+        {},
+        ErrorCode.InvalidRequest,
+      )
     }
     const server = createMcpServer(caller)
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
@@ -124,14 +151,20 @@ export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
  * process or from a worker thread) goes to stderr instead.
  */
 export async function serveMcpStdio(caller: ToolCaller): Promise<void> {
-  const write = process.stdout.write.bind(process.stdout) as (chunk: Uint8Array | string, callback: (err?: Error | null) => void) => boolean
+  const write = process.stdout.write.bind(process.stdout) as (
+    chunk: Uint8Array | string,
+    callback: (err?: Error | null) => void,
+  ) => boolean
   const protocolOut = new Writable({ write: (chunk: Uint8Array, _encoding, callback) => void write(chunk, callback) })
   process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write
   const server = createMcpServer(caller)
   const closed = new Promise<void>((resolve) => (server.onclose = resolve))
   const ended = new Promise<void>((resolve) => process.stdin.once('end', resolve))
   // Lines the SDK would drop silently (not JSON) or stop on (too long) get a JSON-RPC error instead.
-  const lines = jsonRpcLines(process.stdin, (error) => void protocolOut.write(JSON.stringify({ jsonrpc: '2.0', error, id: null }) + '\n'))
+  const lines = jsonRpcLines(
+    process.stdin,
+    (error) => void protocolOut.write(JSON.stringify({ jsonrpc: '2.0', error, id: null }) + '\n'),
+  )
   await server.connect(new StdioServerTransport(lines, protocolOut))
   await Promise.race([closed, ended])
   await server.close()

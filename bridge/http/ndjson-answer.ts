@@ -49,7 +49,8 @@ export class NdjsonAnswer {
   }
 
   private start(): void {
-    if (!this.res.headersSent) this.res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
+    if (!this.res.headersSent)
+      this.res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
   }
 
   private write(text: string): void {

@@ -21,8 +21,14 @@ export class HttpError extends ToolbridgeError {
 /** Error texts longer than this are cut: a function's 10 MB message must not become a 10 MB answer or log line. */
 export const MAX_ERROR_TEXT = 4096
 
-export const bounded = (text: string, max = MAX_ERROR_TEXT): string => (text.length <= max ? text : text.slice(0, max) + '…')
+export const bounded = (text: string, max = MAX_ERROR_TEXT): string =>
+  text.length <= max ? text : text.slice(0, max) + '…'
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body) + '\n')
 }

@@ -26,8 +26,10 @@ function check(line: Buffer): LineError | undefined {
   } catch {
     return { code: ErrorCode.ParseError, message: 'Parse error: the line is not JSON' }
   }
-  if (Array.isArray(message)) return { code: ErrorCode.InvalidRequest, message: 'Invalid Request: JSON-RPC batches are not supported' }
-  if (!JSONRPCMessageSchema.safeParse(message).success) return { code: ErrorCode.InvalidRequest, message: 'Invalid Request: not a JSON-RPC message' }
+  if (Array.isArray(message))
+    return { code: ErrorCode.InvalidRequest, message: 'Invalid Request: JSON-RPC batches are not supported' }
+  if (!JSONRPCMessageSchema.safeParse(message).success)
+    return { code: ErrorCode.InvalidRequest, message: 'Invalid Request: not a JSON-RPC message' }
   return undefined
 }
 
@@ -57,7 +59,8 @@ export function jsonRpcLines(input: Readable, onRefused: (error: LineError) => v
       const line = pending.length === 0 ? part : Buffer.concat([...pending, part])
       pending = []
       pendingBytes = 0
-      if (line.length > MAX_LINE_BYTES) onRefused({ code: ErrorCode.ParseError, message: `Parse error: line over ${MAX_LINE_BYTES} bytes` })
+      if (line.length > MAX_LINE_BYTES)
+        onRefused({ code: ErrorCode.ParseError, message: `Parse error: line over ${MAX_LINE_BYTES} bytes` })
       else take(line)
     }
     if (skipping || start === data.length) return

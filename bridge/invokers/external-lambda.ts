@@ -34,7 +34,12 @@ export class ExternalLambdaInvoker implements Invoker<LambdaLocation> {
     if (!account) {
       const region = location.region ?? this.settings.region
       account = {
-        invoker: new LambdaInvoker({ ...this.settings, region, credentials: credentialsFor(this.settings, location), logger: this.logger }),
+        invoker: new LambdaInvoker({
+          ...this.settings,
+          region,
+          credentials: credentialsFor(this.settings, location),
+          logger: this.logger,
+        }),
         client: lambdaClient(this.settings, location),
       }
       this.accounts.set(key, account)
@@ -55,9 +60,11 @@ export class ExternalLambdaInvoker implements Invoker<LambdaLocation> {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.accounts.values()].map(async ({ invoker, client }) => {
-      await invoker.close()
-      client.destroy()
-    }))
+    await Promise.all(
+      [...this.accounts.values()].map(async ({ invoker, client }) => {
+        await invoker.close()
+        client.destroy()
+      }),
+    )
   }
 }

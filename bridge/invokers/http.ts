@@ -65,7 +65,8 @@ const paramText = (value: unknown) => (typeof value === 'string' ? value : JSON.
 function networkReason(error: unknown): { code: string | undefined; message: string } {
   const cause = error instanceof Error && isRecord(error.cause) ? error.cause : undefined
   const code = typeof cause?.code === 'string' ? cause.code : undefined
-  const message = cause && typeof cause.message === 'string' ? cause.message : error instanceof Error ? error.message : String(error)
+  const message =
+    cause && typeof cause.message === 'string' ? cause.message : error instanceof Error ? error.message : String(error)
   return { code, message }
 }
 
@@ -93,7 +94,8 @@ export class HttpInvoker implements Invoker<HttpLocation> {
         if (value === undefined || value === '') unset.push(`${variable} (for header ${header})`)
         else allHeaders[header] = value
       }
-      const problem = unset.length > 0 ? `environment variable${unset.length > 1 ? 's' : ''} ${unset.join(', ')} not set` : undefined
+      const problem =
+        unset.length > 0 ? `environment variable${unset.length > 1 ? 's' : ''} ${unset.join(', ')} not set` : undefined
       headers = { allHeaders, problem }
       this.headers.set(fn, headers)
     }
@@ -126,7 +128,12 @@ export class HttpInvoker implements Invoker<HttpLocation> {
         async (bail) => {
           let response: Response
           try {
-            response = await fetch(request.url, { method: fn.method, headers: request.headers, body: request.body, signal: controller.signal })
+            response = await fetch(request.url, {
+              method: fn.method,
+              headers: request.headers,
+              body: request.body,
+              signal: controller.signal,
+            })
           } catch (error) {
             if (controller.signal.aborted) return bail(error) // reported below
             const { code, message } = networkReason(error)
@@ -140,7 +147,12 @@ export class HttpInvoker implements Invoker<HttpLocation> {
             const failed = httpStatusOutcome(response.status, body)
             const message = `${what}: ${failed.ok ? '' : failed.message}`
             if (Date.now() + waitMs >= deadline) {
-              return bail(new ToolbridgeError('unavailable', `${message} (Retry-After ${Math.ceil(waitMs / 1000)} s is past the function's timeout)`))
+              return bail(
+                new ToolbridgeError(
+                  'unavailable',
+                  `${message} (Retry-After ${Math.ceil(waitMs / 1000)} s is past the function's timeout)`,
+                ),
+              )
             }
             throw new RetryableAttempt(message, { retryAfterMs: waitMs })
           }
@@ -150,18 +162,30 @@ export class HttpInvoker implements Invoker<HttpLocation> {
         {
           signal: controller.signal,
           onRetry: (error, retryCount, waitMs) =>
-            this.logger.warn({ fn: target.functionName, retry: retryCount + 1, inMs: waitMs, err: messageOf(error) }, 'HTTP call failed; retrying'),
+            this.logger.warn(
+              { fn: target.functionName, retry: retryCount + 1, inMs: waitMs, err: messageOf(error) },
+              'HTTP call failed; retrying',
+            ),
         },
       )
     } catch (error) {
       if (controller.signal.aborted) {
-        if (controller.signal.reason === 'closing') return { ok: false, kind: 'unavailable', message: `the call to ${what} was cut short: the bridge is closing` }
+        if (controller.signal.reason === 'closing')
+          return { ok: false, kind: 'unavailable', message: `the call to ${what} was cut short: the bridge is closing` }
         const after = sentChunks > 0 ? ` (after ${sentChunks} chunk${sentChunks > 1 ? 's' : ''})` : ''
-        return { ok: false, kind: 'timeout', message: `function "${target.functionName}" (${what}) timed out after ${target.timeoutMs} ms${after}` }
+        return {
+          ok: false,
+          kind: 'timeout',
+          message: `function "${target.functionName}" (${what}) timed out after ${target.timeoutMs} ms${after}`,
+        }
       }
       if (sentChunks > 0) {
         const { message } = networkReason(error)
-        return { ok: false, kind: 'unavailable', message: `the response stream of ${what} broke off after ${sentChunks} chunk${sentChunks > 1 ? 's' : ''}: ${message}` }
+        return {
+          ok: false,
+          kind: 'unavailable',
+          message: `the response stream of ${what} broke off after ${sentChunks} chunk${sentChunks > 1 ? 's' : ''}: ${message}`,
+        }
       }
       if (isToolbridgeError(error)) return { ok: false, kind: error.kind, message: error.message }
       return { ok: false, kind: 'unavailable', message: `${what}: ${networkReason(error).message}` }
@@ -172,14 +196,29 @@ export class HttpInvoker implements Invoker<HttpLocation> {
   }
 
   /** The URL, headers and body for an event. */
-  private requestFor(fn: HttpLocation, allHeaders: Record<string, string>, event: unknown): { ok: true; url: URL; headers: Record<string, string>; body: string | undefined } | Refusal {
+  private requestFor(
+    fn: HttpLocation,
+    allHeaders: Record<string, string>,
+    event: unknown,
+  ): { ok: true; url: URL; headers: Record<string, string>; body: string | undefined } | Refusal {
     const url = new URL(fn.url)
     if (fn.method === 'GET' || fn.method === 'DELETE') {
-      if (!isRecord(event)) return { ok: false, kind: 'bad-request', message: `a ${fn.method} function takes its event in the query string: the event must be an object` }
-      for (const [key, value] of Object.entries(event)) if (value !== undefined) url.searchParams.append(key, paramText(value))
+      if (!isRecord(event))
+        return {
+          ok: false,
+          kind: 'bad-request',
+          message: `a ${fn.method} function takes its event in the query string: the event must be an object`,
+        }
+      for (const [key, value] of Object.entries(event))
+        if (value !== undefined) url.searchParams.append(key, paramText(value))
       return { ok: true, url, headers: allHeaders, body: undefined }
     }
-    return { ok: true, url, headers: { 'content-type': 'application/json', ...allHeaders }, body: JSON.stringify(event) }
+    return {
+      ok: true,
+      url,
+      headers: { 'content-type': 'application/json', ...allHeaders },
+      body: JSON.stringify(event),
+    }
   }
 
   /** A 2xx body: whole, or chunk by chunk / event by event in stream mode. */

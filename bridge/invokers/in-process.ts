@@ -45,7 +45,11 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
     try {
       handler = await this.handlerFor(target)
     } catch (err) {
-      return { ok: false, kind: 'unavailable', message: `function "${target.functionName}" cannot load: ${messageOf(err)}` }
+      return {
+        ok: false,
+        kind: 'unavailable',
+        message: `function "${target.functionName}" cannot load: ${messageOf(err)}`,
+      }
     }
     // One promise and one timer per invocation; no Promise.race and no separate timeout promise.
     return new Promise<Outcome>((resolve) => {
@@ -59,14 +63,25 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
         resolve(outcome)
       }
       const timer = setTimeout(
-        () => finish({ ok: false, kind: 'timeout', message: `function "${target.functionName}" timed out after ${target.timeoutMs} ms` }),
+        () =>
+          finish({
+            ok: false,
+            kind: 'timeout',
+            message: `function "${target.functionName}" timed out after ${target.timeoutMs} ms`,
+          }),
         target.timeoutMs,
       )
       const context = lambdaContext(target.functionName, randomUUID(), target.timeoutMs)
       const run = { maxStreamBytes: this.maxStreamBytes, signal: over.signal }
-      runHandler(handler, event, context, (text) => {
-        if (!finished) onChunk(text)
-      }, run).then(
+      runHandler(
+        handler,
+        event,
+        context,
+        (text) => {
+          if (!finished) onChunk(text)
+        },
+        run,
+      ).then(
         (text) => finish({ ok: true, text }),
         (error: unknown) => {
           if (error instanceof StreamTooLarge) return finish({ ok: false, kind: 'too-large', message: error.message })

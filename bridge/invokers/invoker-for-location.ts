@@ -11,18 +11,28 @@ import { silentLogger, type Logger } from '../support/logger.ts'
 import type { FunctionTarget, Invocation, Invoker, Outcome } from './invoker.ts'
 
 export interface LocationInvokerOptions {
-  settings: Pick<Settings, 'invoker' | 'lambda' | 'env' | 'workers'> & { limits: Pick<Settings['limits'], 'maxStreamBytes'> }
+  settings: Pick<Settings, 'invoker' | 'lambda' | 'env' | 'workers'> & {
+    limits: Pick<Settings['limits'], 'maxStreamBytes'>
+  }
   /** Directory of serverless.yml: handlers are relative to it. */
   baseDir: string
   logger?: Logger
 }
 
 /** A function of serverless.yml runs where `--invoker` says: here, in a worker thread or in process, or deployed on Lambda. */
-async function handlerInvoker({ settings, baseDir, logger }: Required<LocationInvokerOptions>): Promise<Invoker<HandlerLocation>> {
+async function handlerInvoker({
+  settings,
+  baseDir,
+  logger,
+}: Required<LocationInvokerOptions>): Promise<Invoker<HandlerLocation>> {
   switch (settings.invoker) {
     case 'local': {
       const { WorkerThreadInvoker } = await import('./local.ts')
-      return new WorkerThreadInvoker(baseDir, { logger, maxStreamBytes: settings.limits.maxStreamBytes, sizing: settings.workers })
+      return new WorkerThreadInvoker(baseDir, {
+        logger,
+        maxStreamBytes: settings.limits.maxStreamBytes,
+        sizing: settings.workers,
+      })
     }
     case 'in-process': {
       const { InProcessInvoker } = await import('./in-process.ts')
@@ -70,11 +80,21 @@ export class LocationInvoker implements Invoker {
 
   async close(): Promise<void> {
     // An invoker whose module failed to load has nothing to close; the failure went to its caller.
-    await Promise.all(this.made.map((made) => made.then((invoker) => invoker.close(), () => undefined)))
+    await Promise.all(
+      this.made.map((made) =>
+        made.then(
+          (invoker) => invoker.close(),
+          () => undefined,
+        ),
+      ),
+    )
   }
 
   /** Hands `use` the invoker for the target's location, and the target typed for that invoker. */
-  private async at<R>(target: FunctionTarget, use: <L extends FunctionLocation>(invoker: Invoker<L>, target: FunctionTarget<L>) => Promise<R>): Promise<R> {
+  private async at<R>(
+    target: FunctionTarget,
+    use: <L extends FunctionLocation>(invoker: Invoker<L>, target: FunctionTarget<L>) => Promise<R>,
+  ): Promise<R> {
     const { location } = target
     switch (location.kind) {
       case 'handler':

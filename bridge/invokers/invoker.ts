@@ -33,7 +33,7 @@ export interface Invocation<L extends FunctionLocation = FunctionLocation> {
 
 /** How every invocation ends, as data: the bridge turns it into messages. */
 export type Outcome =
-  | { ok: true; /** The returned value as text; '' when the function streamed. */ text: string }
+  | { ok: true /** The returned value as text; '' when the function streamed. */; text: string }
   | Refusal
 
 /**
@@ -59,5 +59,9 @@ const KIND_BY_ERROR_TYPE: Record<string, ErrorKind> = {
 export function functionError(errorType: string, message: string): Outcome {
   const kind = KIND_BY_ERROR_TYPE[errorType]
   if (kind) return { ok: false, kind, message }
-  return { ok: false, kind: 'function-error', message: errorType && errorType !== 'Error' ? `${errorType}: ${message}` : message }
+  return {
+    ok: false,
+    kind: 'function-error',
+    message: errorType && errorType !== 'Error' ? `${errorType}: ${message}` : message,
+  }
 }

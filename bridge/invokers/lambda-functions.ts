@@ -30,11 +30,16 @@ type Credentials = LambdaClientConfig['credentials']
  * is loaded only when a role is configured.
  */
 export function assumedRoleCredentials(role: string, region: string | undefined): NonNullable<Credentials> {
-  let provider: Promise<() => Promise<{ accessKeyId: string; secretAccessKey: string; sessionToken?: string; expiration?: Date }>> | undefined
+  let provider:
+    | Promise<() => Promise<{ accessKeyId: string; secretAccessKey: string; sessionToken?: string; expiration?: Date }>>
+    | undefined
   return async () => {
     provider ??= import('@aws-sdk/credential-providers').then(
       ({ fromTemporaryCredentials }) =>
-        fromTemporaryCredentials({ params: { RoleArn: role, RoleSessionName: 'toolbridge' }, clientConfig: region ? { region } : {} }),
+        fromTemporaryCredentials({
+          params: { RoleArn: role, RoleSessionName: 'toolbridge' },
+          clientConfig: region ? { region } : {},
+        }),
       (err: Error) => {
         throw new Error(`assuming ${role} needs the package @aws-sdk/credential-providers: ${err.message}`)
       },
@@ -66,17 +71,28 @@ export async function functionState(client: LambdaClient, name: string): Promise
     const reason = config?.StateReason ? `: ${config.StateReason}` : ''
     if (state === 'Failed') return { ok: false, detail: `not invokable: its state is Failed${reason}` }
     if (state === 'Pending') return { ok: false, detail: `not invokable yet: its state is Pending${reason}` }
-    if (config?.LastUpdateStatus === 'Failed') return { ok: false, detail: `not invokable: its last update failed${config.LastUpdateStatusReason ? `: ${config.LastUpdateStatusReason}` : ''}` }
-    if (state === 'Inactive') return { ok: true, detail: 'Inactive: the first call wakes it, and fails until it is Active again' }
+    if (config?.LastUpdateStatus === 'Failed')
+      return {
+        ok: false,
+        detail: `not invokable: its last update failed${config.LastUpdateStatusReason ? `: ${config.LastUpdateStatusReason}` : ''}`,
+      }
+    if (state === 'Inactive')
+      return { ok: true, detail: 'Inactive: the first call wakes it, and fails until it is Active again' }
     return { ok: true, detail: state }
   } catch (error) {
     const err = error as Error
     const where = await client.config.region().catch(() => 'no region')
-    if (err.name === 'ResourceNotFoundException') return { ok: false, detail: `missing: no function "${name}" in ${where}` }
-    if (err.name === 'AccessDeniedException') return { ok: false, detail: `cannot tell: not allowed to call GetFunction (lambda:GetFunction): ${err.message}` }
+    if (err.name === 'ResourceNotFoundException')
+      return { ok: false, detail: `missing: no function "${name}" in ${where}` }
+    if (err.name === 'AccessDeniedException')
+      return { ok: false, detail: `cannot tell: not allowed to call GetFunction (lambda:GetFunction): ${err.message}` }
     // serverless-offline serves Invoke only: nothing to look the function up with, short of calling it.
     if (isRecord(err) && isRecord(err.$metadata) && err.$metadata.httpStatusCode === 404) {
-      return { ok: true, detail: 'not checked: this Lambda endpoint has no GetFunction API (serverless-offline has none); the first call will tell' }
+      return {
+        ok: true,
+        detail:
+          'not checked: this Lambda endpoint has no GetFunction API (serverless-offline has none); the first call will tell',
+      }
     }
     return { ok: false, detail: `cannot tell: ${err.name}: ${err.message.split('\n')[0]}` }
   }

@@ -25,7 +25,12 @@
  * A retry after a network error or a 5xx may run the function twice, as the
  * SDK's own retries would: Lambda offers no idempotency key for Invoke.
  */
-import { InvokeCommand, InvokeWithResponseStreamCommand, LambdaClient, type LambdaClientConfig } from '@aws-sdk/client-lambda'
+import {
+  InvokeCommand,
+  InvokeWithResponseStreamCommand,
+  LambdaClient,
+  type LambdaClientConfig,
+} from '@aws-sdk/client-lambda'
 import { isRecord, isToolbridgeError, messageOf, ToolbridgeError } from '../../shared/errors.ts'
 import { resultText } from '../../shared/protocol.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
@@ -77,7 +82,11 @@ function classify(error: unknown): Failure {
   const status = httpStatus(error)
   // The SDK could not even sign the call: the bridge's AWS settings are missing, and trying again will not find them.
   if (status === undefined && isMissingAwsSetting(name, message)) {
-    return { type: 'final', kind: 'unavailable', message: `the bridge's AWS configuration is incomplete: ${message} (set AWS_REGION and credentials, or --lambda-endpoint for a local Lambda)` }
+    return {
+      type: 'final',
+      kind: 'unavailable',
+      message: `the bridge's AWS configuration is incomplete: ${message} (set AWS_REGION and credentials, or --lambda-endpoint for a local Lambda)`,
+    }
   }
   if (status === undefined) return { type: 'network', message } // no HTTP answer: refused, reset, DNS, a stream cut short
   if (status === 429 || name === 'TooManyRequestsException') {
@@ -91,7 +100,8 @@ function classify(error: unknown): Failure {
 }
 
 /** No region (or an empty one), or no credentials anywhere in the chain: what the SDK throws before it sends anything. */
-const isMissingAwsSetting = (name: string, message: string) => name === 'CredentialsProviderError' || /^Region (is missing|not accepted)/.test(message)
+const isMissingAwsSetting = (name: string, message: string) =>
+  name === 'CredentialsProviderError' || /^Region (is missing|not accepted)/.test(message)
 
 /** A 404 that is not about the function: the endpoint does not have the API at all. */
 const isMissingApi = (error: unknown) =>
@@ -107,7 +117,8 @@ function payloadText(text: string): string {
   }
 }
 
-const isTaskTimeout = (errorType: string, message: string) => errorType === 'Sandbox.Timedout' || /Task timed out after/.test(message)
+const isTaskTimeout = (errorType: string, message: string) =>
+  errorType === 'Sandbox.Timedout' || /Task timed out after/.test(message)
 
 /** `{errorType, errorMessage, trace}` from Lambda -> an outcome; the trace is dropped. */
 function lambdaFunctionError(body: string, fallbackType: string): Outcome {
@@ -159,7 +170,10 @@ export class LambdaInvoker implements Invoker<OnLambda> {
       credentials: options.dummyCredentials ? DUMMY_CREDENTIALS : options.credentials,
       // Each service's `concurrency` bounds the calls; the SDK's default of 50 sockets would queue
       // calls behind long streams, eating into their timeout.
-      requestHandler: { httpAgent: { keepAlive: true, maxSockets: Infinity }, httpsAgent: { keepAlive: true, maxSockets: Infinity } },
+      requestHandler: {
+        httpAgent: { keepAlive: true, maxSockets: Infinity },
+        httpsAgent: { keepAlive: true, maxSockets: Infinity },
+      },
     }
     this.client = new LambdaClient(config)
     this.retry = createRetry({ ...options.retry, retries: Infinity })
@@ -210,17 +224,32 @@ export class LambdaInvoker implements Invoker<OnLambda> {
               return bail(
                 controller.signal.reason === 'timeout'
                   ? new ToolbridgeError('timeout', `function "${lambdaName}" timed out after ${target.timeoutMs} ms`)
-                  : new ToolbridgeError('unavailable', `the call to "${lambdaName}" was cut short: the bridge is closing`),
+                  : new ToolbridgeError(
+                      'unavailable',
+                      `the call to "${lambdaName}" was cut short: the bridge is closing`,
+                    ),
               )
             }
             const failure = classify(error)
             const what = `calling "${lambdaName}" on ${this.where}`
-            if (sentChunks) return bail(new ToolbridgeError('unavailable', `the response stream broke off, ${what}: ${failure.message}`, { cause: error }))
-            if (failure.type === 'final') return bail(new ToolbridgeError(failure.kind, `${what}: ${failure.message}`, { cause: error }))
+            if (sentChunks)
+              return bail(
+                new ToolbridgeError('unavailable', `the response stream broke off, ${what}: ${failure.message}`, {
+                  cause: error,
+                }),
+              )
+            if (failure.type === 'final')
+              return bail(new ToolbridgeError(failure.kind, `${what}: ${failure.message}`, { cause: error }))
             if (failure.type === 'network') {
               networkFailures++
               if (networkFailures > this.networkRetries) {
-                return bail(new ToolbridgeError('unavailable', `${what}: gave up after ${networkFailures} network failures: ${failure.message}`, { cause: error }))
+                return bail(
+                  new ToolbridgeError(
+                    'unavailable',
+                    `${what}: gave up after ${networkFailures} network failures: ${failure.message}`,
+                    { cause: error },
+                  ),
+                )
               }
               throw new RetryableAttempt(failure.message, { cause: error })
             }
@@ -243,7 +272,10 @@ export class LambdaInvoker implements Invoker<OnLambda> {
         },
         {
           onRetry: (error, retryCount, waitMs) =>
-            this.logger.warn({ fn: lambdaName, retry: retryCount + 1, inMs: waitMs, err: messageOf(error) }, 'Lambda call failed; retrying'),
+            this.logger.warn(
+              { fn: lambdaName, retry: retryCount + 1, inMs: waitMs, err: messageOf(error) },
+              'Lambda call failed; retrying',
+            ),
         },
       )
     } catch (error) {
@@ -283,7 +315,9 @@ export class LambdaInvoker implements Invoker<OnLambda> {
 
   /** Invoke, RequestResponse: one payload. */
   private async call(name: string, payload: Uint8Array, signal: AbortSignal): Promise<Outcome> {
-    const out = await this.client.send(new InvokeCommand({ FunctionName: name, Payload: payload }), { abortSignal: signal })
+    const out = await this.client.send(new InvokeCommand({ FunctionName: name, Payload: payload }), {
+      abortSignal: signal,
+    })
     const text = out.Payload ? utf8.decode(out.Payload) : ''
     // FunctionError is "Unhandled" or "Handled", not a type: the body has the type.
     if (out.FunctionError) return lambdaFunctionError(text, '')
@@ -291,8 +325,15 @@ export class LambdaInvoker implements Invoker<OnLambda> {
   }
 
   /** InvokeWithResponseStream: chunks as they arrive, then InvokeComplete. */
-  private async callStreaming(name: string, payload: Uint8Array, signal: AbortSignal, onChunk: (text: string) => void): Promise<Outcome> {
-    const out = await this.client.send(new InvokeWithResponseStreamCommand({ FunctionName: name, Payload: payload }), { abortSignal: signal })
+  private async callStreaming(
+    name: string,
+    payload: Uint8Array,
+    signal: AbortSignal,
+    onChunk: (text: string) => void,
+  ): Promise<Outcome> {
+    const out = await this.client.send(new InvokeWithResponseStreamCommand({ FunctionName: name, Payload: payload }), {
+      abortSignal: signal,
+    })
     // Chunks are bytes: a character may straddle two of them.
     const decoder = new TextDecoder()
     for await (const event of out.EventStream ?? []) {

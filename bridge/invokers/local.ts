@@ -13,7 +13,11 @@ import { getCompileCacheDir } from 'node:module'
 import { availableParallelism } from 'node:os'
 import { setFlagsFromString } from 'node:v8'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
-import { DEFAULT_WARM_WORKERS, DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS, type WorkerPoolSettings } from '../project/settings.ts'
+import {
+  DEFAULT_WARM_WORKERS,
+  DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS,
+  type WorkerPoolSettings,
+} from '../project/settings.ts'
 import type { HandlerLocation } from '../project/tool-services.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
 import { functionEnvironment } from './function-environment.ts'
@@ -65,7 +69,11 @@ class Environment {
     })
     this.worker.on('message', (message: FromWorker) => this.take(message))
     this.worker.on('error', (err: Error & { code?: string }) =>
-      this.die(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `it ran out of memory (${this.limits()})` : `${err.name}: ${err.message}`),
+      this.die(
+        err.code === 'ERR_WORKER_OUT_OF_MEMORY'
+          ? `it ran out of memory (${this.limits()})`
+          : `${err.name}: ${err.message}`,
+      ),
     )
     this.worker.on('exit', (code) => this.die(`its worker exited with code ${code}`))
   }
@@ -87,7 +95,9 @@ class Environment {
         if (memoryMb !== undefined && message.arrayBufferBytes > memoryMb * MB) {
           void this.worker.terminate()
           const kept = Math.round(message.arrayBufferBytes / MB)
-          return this.die(`it ran out of memory (${kept} MB of Buffer/ArrayBuffer memory kept after the invocation; memorySize ${memoryMb} MB)`)
+          return this.die(
+            `it ran out of memory (${kept} MB of Buffer/ArrayBuffer memory kept after the invocation; memorySize ${memoryMb} MB)`,
+          )
         }
         return this.running?.finish(
           message.type === 'done'
@@ -114,7 +124,10 @@ class Environment {
     if (this.running) {
       this.running.finish({ ok: false, kind: 'crash', message: `function "${functionName}" crashed: ${message}` })
     } else {
-      this.options.logger.warn({ fn: functionName }, `function "${functionName}": a worker thread ended between invocations (${message}); the next invocation starts a new one`)
+      this.options.logger.warn(
+        { fn: functionName },
+        `function "${functionName}": a worker thread ended between invocations (${message}); the next invocation starts a new one`,
+      )
     }
     this.onDeath(this)
   }
@@ -208,10 +221,13 @@ class Pool {
     // The others are looked at again once the oldest of them has waited long enough.
     const next = this.waiting[due]
     if (next && this.growTimer === undefined && this.all.size < this.max) {
-      this.growTimer = setTimeout(() => {
-        this.growTimer = undefined
-        this.grow()
-      }, next.since + this.patienceMs - now)
+      this.growTimer = setTimeout(
+        () => {
+          this.growTimer = undefined
+          this.grow()
+        },
+        next.since + this.patienceMs - now,
+      )
     }
   }
 
@@ -275,7 +291,10 @@ class Pool {
  */
 function resourceLimitsFor(memoryMb: number | undefined): ResourceLimits | undefined {
   if (memoryMb === undefined) return undefined
-  return { maxOldGenerationSizeMb: memoryMb, maxYoungGenerationSizeMb: Math.min(YOUNG_GENERATION_MB, Math.max(1, Math.floor(memoryMb / 8))) }
+  return {
+    maxOldGenerationSizeMb: memoryMb,
+    maxYoungGenerationSizeMb: Math.min(YOUNG_GENERATION_MB, Math.max(1, Math.floor(memoryMb / 8))),
+  }
 }
 const YOUNG_GENERATION_MB = 8
 
@@ -287,7 +306,8 @@ const YOUNG_GENERATION_MB = 8
  * main thread's heap was sized when the process started and keeps its limit.
  */
 function clearHeapSizeFlags(): void {
-  for (const flag of ['--max-old-space-size=0', '--max-semi-space-size=0', '--max-heap-size=0']) setFlagsFromString(flag)
+  for (const flag of ['--max-old-space-size=0', '--max-semi-space-size=0', '--max-heap-size=0'])
+    setFlagsFromString(flag)
 }
 
 export interface WorkerThreadOptions {
@@ -337,7 +357,11 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
       // Fires even while the function floods a stream: chunk credit keeps the main thread's event loop turning.
       const timer = setTimeout(() => {
         pool.discard(env) // the only way to stop code that may never yield
-        finish({ ok: false, kind: 'timeout', message: `function "${target.functionName}" timed out after ${target.timeoutMs} ms` })
+        finish({
+          ok: false,
+          kind: 'timeout',
+          message: `function "${target.functionName}" timed out after ${target.timeoutMs} ms`,
+        })
       }, target.timeoutMs)
       const finish = (outcome: Outcome) => {
         if (env.running !== running) return

@@ -28,7 +28,9 @@ export function resolveHandler(baseDir: string, handler: string): { file: string
   // serverless.yml names modules of its own project, as a deployment package holds only those.
   const inside = relative(baseDir, base)
   if (inside === '' || inside.startsWith('..') || isAbsolute(inside)) {
-    throw new Error(`handler "${handler}" is outside the project directory; give a path relative to serverless.yml, inside it`)
+    throw new Error(
+      `handler "${handler}" is outside the project directory; give a path relative to serverless.yml, inside it`,
+    )
   }
   const found = EXTENSIONS.map((ext) => base + ext).filter((candidate) => existsSync(candidate))
   const insideDependency = base.split(sep).includes('node_modules')
@@ -58,7 +60,8 @@ export async function loadHandler(baseDir: string, handler: string): Promise<Lam
     throw err
   })) as Record<string, unknown>
   const fn = module[exportName] ?? (module.default as Record<string, unknown> | undefined)?.[exportName]
-  if (typeof fn !== 'function') throw new Error(`handler "${handler}": ${file} has no exported function "${exportName}"`)
+  if (typeof fn !== 'function')
+    throw new Error(`handler "${handler}": ${file} has no exported function "${exportName}"`)
   return fn as LambdaHandler
 }
 
@@ -125,5 +128,8 @@ export async function runHandler(
 /** An error as Lambda reports it: `errorType` and `errorMessage`, no stack. */
 export function describeError(error: unknown): { errorType: string; errorMessage: string } {
   if (error instanceof Error) return { errorType: error.name || 'Error', errorMessage: error.message }
-  return { errorType: 'Error', errorMessage: typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error)) }
+  return {
+    errorType: 'Error',
+    errorMessage: typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error)),
+  }
 }

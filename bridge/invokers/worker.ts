@@ -7,7 +7,14 @@ import { getHeapStatistics } from 'node:v8'
 import { parentPort, workerData } from 'node:worker_threads'
 import { messageOf } from '../../shared/errors.ts'
 import { ChunkSender } from './chunk-credit.ts'
-import { describeError, lambdaContext, loadHandler, runHandler, StreamTooLarge, type LambdaHandler } from './run-handler.ts'
+import {
+  describeError,
+  lambdaContext,
+  loadHandler,
+  runHandler,
+  StreamTooLarge,
+  type LambdaHandler,
+} from './run-handler.ts'
 
 export interface WorkerSetup {
   baseDir: string
@@ -52,10 +59,15 @@ async function invoke(message: Extract<ToWorker, { type: 'invoke' }>): Promise<v
   const context = lambdaContext(setup.functionName, message.requestId, message.timeoutMs)
   let ended: InvocationEnd
   try {
-    const text = await runHandler(handler, message.event, context, (chunk) => chunks.send(chunk), { maxStreamBytes: setup.maxStreamBytes })
+    const text = await runHandler(handler, message.event, context, (chunk) => chunks.send(chunk), {
+      maxStreamBytes: setup.maxStreamBytes,
+    })
     ended = { type: 'done', text }
   } catch (err) {
-    ended = err instanceof StreamTooLarge ? { type: 'too-large', message: err.message } : { type: 'error', ...describeError(err) }
+    ended =
+      err instanceof StreamTooLarge
+        ? { type: 'too-large', message: err.message }
+        : { type: 'error', ...describeError(err) }
   }
   await chunks.flush()
   // Off-heap memory has no limit of its own in a worker: the main thread compares this with memorySize.

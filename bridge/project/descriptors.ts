@@ -123,7 +123,10 @@ export function descriptors(specs: ToolServiceSpec[], style: QueueStyle = 'logic
  * undefined if it would load it. The agent refuses the whole tool
  * configuration over one such tool, so toolbridge checks before it sends.
  */
-export function agentToolRefusal(tool: Record<string, unknown>, toolServices: Record<string, Record<string, unknown>>): string | undefined {
+export function agentToolRefusal(
+  tool: Record<string, unknown>,
+  toolServices: Record<string, Record<string, unknown>>,
+): string | undefined {
   if (tool.type !== 'tool-service') return undefined
   const name = String(tool.name)
   const ref = tool.service

@@ -23,7 +23,10 @@ export function loadProject(path: string): Project {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     // A first run in a folder that is not a project yet: say where it looked and how to make one.
-    const hint = code === 'ENOENT' ? ` (looked for ${file}; pass -c <file>, or create a project here with: npx toolbridge init)` : ''
+    const hint =
+      code === 'ENOENT'
+        ? ` (looked for ${file}; pass -c <file>, or create a project here with: npx toolbridge init)`
+        : ''
     throw new ConfigError(path, `cannot read: ${code ?? messageOf(err)}${hint}`)
   }
   let doc: unknown

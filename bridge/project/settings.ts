@@ -100,7 +100,6 @@ export interface PulsarSettings {
   client: PulsarClientKind
 }
 
-
 /** How the `lambda` invoker reaches Lambda. */
 export interface LambdaSettings {
   /** The Lambda API, e.g. serverless-offline's `http://localhost:3002`; undefined: AWS's own endpoint. */
@@ -151,7 +150,8 @@ function oneOf<T extends string>(flag: string, value: string, allowed: readonly 
 
 function integer(flag: string, value: string, min: number, max: number): number {
   const n = Number(value)
-  if (!/^\d+$/.test(value) || n < min || n > max) throw new UsageError(flag, `"${value}" must be an integer from ${min} to ${max}`)
+  if (!/^\d+$/.test(value) || n < min || n > max)
+    throw new UsageError(flag, `"${value}" must be an integer from ${min} to ${max}`)
   return n
 }
 
@@ -162,7 +162,8 @@ function httpUrl(flag: string, value: string): string {
   } catch {
     throw new UsageError(flag, `"${value}" is not a URL, e.g. http://localhost:3002`)
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(flag, `"${value}" must be an http:// or https:// URL`)
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(flag, `"${value}" must be an http:// or https:// URL`)
   return value
 }
 
@@ -179,7 +180,9 @@ function resolveLambdaSettings(flags: SettingFlags, env: Env): LambdaSettings {
     region: env.AWS_REGION || env.AWS_DEFAULT_REGION || (dummyCredentials ? 'us-east-1' : undefined),
     dummyCredentials,
     retryWindowMs:
-      window === undefined ? DEFAULT_LAMBDA_RETRY_WINDOW_SECONDS * 1000 : integer('--lambda-retry-window', window, 0, 7200) * 1000,
+      window === undefined
+        ? DEFAULT_LAMBDA_RETRY_WINDOW_SECONDS * 1000
+        : integer('--lambda-retry-window', window, 0, 7200) * 1000,
   }
 }
 
@@ -190,7 +193,8 @@ function resolveLimits(flags: SettingFlags, env: Env): Limits {
   return {
     maxRequestBytes: maxRequest === undefined ? undefined : integer('--max-request-bytes', maxRequest, 1, 2 ** 31),
     maxStreamBytes: maxStream === undefined ? undefined : integer('--max-stream-bytes', maxStream, 1, 2 ** 40),
-    maxInFlight: maxInFlight === undefined ? DEFAULT_MAX_IN_FLIGHT : integer('--max-in-flight', maxInFlight, 1, 1_000_000),
+    maxInFlight:
+      maxInFlight === undefined ? DEFAULT_MAX_IN_FLIGHT : integer('--max-in-flight', maxInFlight, 1, 1_000_000),
   }
 }
 
@@ -199,20 +203,30 @@ function resolveWorkerPool(flags: SettingFlags, env: Env): WorkerPoolSettings {
   const warm = flags.warmWorkers ?? env.TOOLBRIDGE_WARM_WORKERS
   return {
     warm: warm === undefined ? DEFAULT_WARM_WORKERS : integer('--warm-workers', warm, 0, 1024),
-    idleTimeoutMs: (idle === undefined ? DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS : integer('--worker-idle-timeout', idle, 0, 86_400)) * 1000,
+    idleTimeoutMs:
+      (idle === undefined ? DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS : integer('--worker-idle-timeout', idle, 0, 86_400)) *
+      1000,
   }
 }
 
 const list = (value: string | undefined): string[] =>
-  (value ?? '').split(',').map((item) => item.trim()).filter((item) => item !== '')
+  (value ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '')
 
 function resolveGatewaySettings(flags: SettingFlags, env: Env): GatewaySettings {
   const maxInFlight = flags.maxHttpInFlight ?? env.TOOLBRIDGE_MAX_HTTP_IN_FLIGHT
   return {
     allowedHosts: list(flags.allowedHosts ?? env.TOOLBRIDGE_ALLOWED_HOSTS).map((host) => host.toLowerCase()),
     allowedOrigins: list(flags.allowedOrigins ?? env.TOOLBRIDGE_ALLOWED_ORIGINS).map((origin) => origin.toLowerCase()),
-    allowUnauthenticated: flags.allowUnauthenticated ?? (env.TOOLBRIDGE_ALLOW_UNAUTHENTICATED === '1' || env.TOOLBRIDGE_ALLOW_UNAUTHENTICATED === 'true'),
-    maxInFlight: maxInFlight === undefined ? DEFAULT_GATEWAY_MAX_IN_FLIGHT : integer('--max-http-in-flight', maxInFlight, 1, 1_000_000),
+    allowUnauthenticated:
+      flags.allowUnauthenticated ??
+      (env.TOOLBRIDGE_ALLOW_UNAUTHENTICATED === '1' || env.TOOLBRIDGE_ALLOW_UNAUTHENTICATED === 'true'),
+    maxInFlight:
+      maxInFlight === undefined
+        ? DEFAULT_GATEWAY_MAX_IN_FLIGHT
+        : integer('--max-http-in-flight', maxInFlight, 1, 1_000_000),
   }
 }
 
@@ -232,9 +246,15 @@ export function checkInFlightCap(services: ToolServiceSpec[], limits: Limits): v
  * `gateway: false` is for a command that only calls tools: it opens no HTTP gateway, whatever --port
  * or TOOLBRIDGE_PORT say.
  */
-export function resolveSettings(flags: SettingFlags, env: Env = process.env, { gateway = true }: { gateway?: boolean } = {}): Settings {
+export function resolveSettings(
+  flags: SettingFlags,
+  env: Env = process.env,
+  { gateway = true }: { gateway?: boolean } = {},
+): Settings {
   const broker = flags.broker ?? (env.TOOLBRIDGE_BROKER || undefined)
-  const port = gateway ? (flags.port ?? env.TOOLBRIDGE_PORT ?? (broker === undefined ? String(EMBEDDED_DEFAULT_PORT) : undefined)) : undefined
+  const port = gateway
+    ? (flags.port ?? env.TOOLBRIDGE_PORT ?? (broker === undefined ? String(EMBEDDED_DEFAULT_PORT) : undefined))
+    : undefined
   const drain = flags.drainTimeout ?? env.TOOLBRIDGE_DRAIN_TIMEOUT
   return {
     broker,
@@ -262,11 +282,17 @@ export function resolveSettings(flags: SettingFlags, env: Env = process.env, { g
 }
 
 /** `start --register`: whether to register once serving, and how long to wait for the configuration service. */
-export function resolveRegistration(flags: { register?: boolean; timeout?: string }, env: Env = process.env): { register: boolean; timeoutMs: number } {
+export function resolveRegistration(
+  flags: { register?: boolean; timeout?: string },
+  env: Env = process.env,
+): { register: boolean; timeoutMs: number } {
   const timeout = flags.timeout ?? env.TOOLBRIDGE_REGISTER_TIMEOUT
   const seconds = timeout === undefined ? DEFAULT_REGISTER_TIMEOUT_SECONDS : Number(timeout)
   if (!(seconds > 0)) throw new UsageError('--timeout', `"${timeout}" must be a positive number of seconds`)
-  return { register: flags.register ?? (env.TOOLBRIDGE_REGISTER === '1' || env.TOOLBRIDGE_REGISTER === 'true'), timeoutMs: seconds * 1000 }
+  return {
+    register: flags.register ?? (env.TOOLBRIDGE_REGISTER === '1' || env.TOOLBRIDGE_REGISTER === 'true'),
+    timeoutMs: seconds * 1000,
+  }
 }
 
 export const DEFAULT_REGISTER_TIMEOUT_SECONDS = 60
@@ -291,8 +317,14 @@ export function resolveInvokeRoute(flags: SettingFlags & { url?: string }, env: 
   if (broker !== undefined) return { via: 'broker', broker }
   const url = flags.url ?? (env.TOOLBRIDGE_URL || undefined)
   if (url !== undefined) return { via: 'gateway', url: httpUrl('--url', url), fallBackToEmbedded: false }
-  const saysWhereFunctionsRun = [flags.invoker, flags.lambdaEndpoint, env.TOOLBRIDGE_INVOKER, env.TOOLBRIDGE_LAMBDA_ENDPOINT].some(Boolean)
+  const saysWhereFunctionsRun = [
+    flags.invoker,
+    flags.lambdaEndpoint,
+    env.TOOLBRIDGE_INVOKER,
+    env.TOOLBRIDGE_LAMBDA_ENDPOINT,
+  ].some(Boolean)
   if (saysWhereFunctionsRun) return { via: 'embedded' }
-  const port = env.TOOLBRIDGE_PORT && /^\d+$/.test(env.TOOLBRIDGE_PORT) ? env.TOOLBRIDGE_PORT : String(EMBEDDED_DEFAULT_PORT)
+  const port =
+    env.TOOLBRIDGE_PORT && /^\d+$/.test(env.TOOLBRIDGE_PORT) ? env.TOOLBRIDGE_PORT : String(EMBEDDED_DEFAULT_PORT)
   return { via: 'gateway', url: `http://127.0.0.1:${port}`, fallBackToEmbedded: true }
 }

@@ -213,7 +213,10 @@ export function readToolServices(serverless: unknown): ToolServiceSpec[] {
   for (const external of readExternalToolServices(serverless.custom, providerDefaults)) {
     // The invokers tell services apart by this key.
     if (Object.hasOwn(functions, external.functionName)) {
-      throw new ConfigError(`custom.toolServices.${external.functionName}`, `"${external.functionName}" is also a key under functions:`)
+      throw new ConfigError(
+        `custom.toolServices.${external.functionName}`,
+        `"${external.functionName}" is also a key under functions:`,
+      )
     }
     specs.push(external)
   }
@@ -253,10 +256,17 @@ function lambdaNamePrefix(service: unknown, stage: unknown): string {
  */
 function readExternalToolServices(custom: unknown, providerDefaults: FunctionDefaults): ToolServiceSpec[] {
   if (!isRecord(custom) || custom.toolServices === undefined) return []
-  if (!isRecord(custom.toolServices)) throw new ConfigError('custom.toolServices', 'must be a mapping of names to tool services')
+  if (!isRecord(custom.toolServices))
+    throw new ConfigError('custom.toolServices', 'must be a mapping of names to tool services')
   return Object.entries(custom.toolServices).map(([key, raw]) => {
     const base = `custom.toolServices.${key}`
-    const { service, block } = readToolService(key, { toolService: raw }, providerDefaults, base, validateExternalToolService)
+    const { service, block } = readToolService(
+      key,
+      { toolService: raw },
+      providerDefaults,
+      base,
+      validateExternalToolService,
+    )
     return { ...service, location: externalLocation(base, block) }
   })
 }
@@ -266,18 +276,29 @@ function externalLocation(base: string, block: ToolServiceBlock): LambdaLocation
   const { function: lambdaName, url } = block
   if (lambdaName !== undefined && url === undefined) {
     for (const field of ['method', 'headers', 'headersFromEnv'] as const) {
-      if (block[field] !== undefined) throw new ConfigError(`${base}.${field}`, 'is for a "url:" tool service; this one names a Lambda "function:"')
+      if (block[field] !== undefined)
+        throw new ConfigError(`${base}.${field}`, 'is for a "url:" tool service; this one names a Lambda "function:"')
     }
     return { kind: 'lambda', lambdaName, region: block.region ?? regionOfArn(lambdaName), role: block.role }
   }
   if (url !== undefined && lambdaName === undefined) {
     for (const field of ['region', 'role'] as const) {
-      if (block[field] !== undefined) throw new ConfigError(`${base}.${field}`, 'is for a Lambda "function:"; this one has a "url:"')
+      if (block[field] !== undefined)
+        throw new ConfigError(`${base}.${field}`, 'is for a Lambda "function:"; this one has a "url:"')
     }
     if (block.event === 'apigw-v1' || block.event === 'apigw-v2') {
-      throw new ConfigError(`${base}.event`, 'an API Gateway event is for a Lambda function; an HTTP function gets the event as its body')
+      throw new ConfigError(
+        `${base}.event`,
+        'an API Gateway event is for a Lambda function; an HTTP function gets the event as its body',
+      )
     }
-    return { kind: 'http', url, method: block.method ?? 'POST', headers: block.headers ?? {}, headersFromEnv: block.headersFromEnv ?? {} }
+    return {
+      kind: 'http',
+      url,
+      method: block.method ?? 'POST',
+      headers: block.headers ?? {},
+      headersFromEnv: block.headersFromEnv ?? {},
+    }
   }
   throw new ConfigError(base, 'give either "function" (a Lambda name or ARN) or "url", not both or neither')
 }
@@ -290,17 +311,30 @@ function regionOfArn(name: string): string | undefined {
 function readShape(base: string, block: ToolServiceBlock): ShapeSpec {
   const event = block.event ?? 'envelope'
   const proxy = event === 'apigw-v1' || event === 'apigw-v2'
-  if (block.route !== undefined && !proxy) throw new ConfigError(`${base}.route`, 'is for "event: apigw-v1" or "event: apigw-v2"')
+  if (block.route !== undefined && !proxy)
+    throw new ConfigError(`${base}.route`, 'is for "event: apigw-v1" or "event: apigw-v2"')
   if ((block.template !== undefined) !== (event === 'template')) {
-    throw new ConfigError(`${base}.${event === 'template' ? 'event' : 'template'}`, '"event: template" and "template:" go together')
+    throw new ConfigError(
+      `${base}.${event === 'template' ? 'event' : 'template'}`,
+      '"event: template" and "template:" go together',
+    )
   }
   if (event === 'template') checkTemplate(`${base}.template`, block.template)
   // A proxy response is one HTTP response: there are no chunks to pass on.
-  if (proxy && block.response === 'stream') throw new ConfigError(`${base}.response`, `"stream" does not fit "event: ${event}": an API Gateway response comes in one piece`)
+  if (proxy && block.response === 'stream')
+    throw new ConfigError(
+      `${base}.response`,
+      `"stream" does not fit "event: ${event}": an API Gateway response comes in one piece`,
+    )
   const shape: ShapeSpec = { event, answer: block.answer ?? 'text' }
   if (proxy) {
     const route = block.route ?? {}
-    shape.route = { method: route.method ?? 'POST', path: route.path ?? '/', query: route.query ?? [], headers: route.headers ?? {} }
+    shape.route = {
+      method: route.method ?? 'POST',
+      path: route.path ?? '/',
+      query: route.query ?? [],
+      headers: route.headers ?? {},
+    }
   }
   if (event === 'template') shape.template = block.template
   return shape
@@ -311,7 +345,10 @@ function checkTemplate(path: string, value: unknown): void {
   if (typeof value === 'string') {
     for (const [placeholder, name] of value.matchAll(TEMPLATE_PLACEHOLDER)) {
       if (!TEMPLATE_PATH.test(name!) || name!.startsWith('user.')) {
-        throw new ConfigError(path, `unknown placeholder ${placeholder}: use {{arguments.<name>}}, {{config.<name>}}, {{user}} or {{arguments}}`)
+        throw new ConfigError(
+          path,
+          `unknown placeholder ${placeholder}: use {{arguments.<name>}}, {{config.<name>}}, {{user}} or {{arguments}}`,
+        )
       }
     }
   } else if (Array.isArray(value)) {
@@ -343,7 +380,8 @@ function readEnvironment(path: string, value: unknown): Record<string, string> {
     }
     environment[name] = String(raw).replace(/\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, variable: string) => {
       const found = process.env[variable]
-      if (found === undefined) throw new ConfigError(`${path}.${name}`, `\${env:${variable}} is not set in the bridge's environment`)
+      if (found === undefined)
+        throw new ConfigError(`${path}.${name}`, `\${env:${variable}} is not set in the bridge's environment`)
       return found
     })
   }
@@ -366,7 +404,9 @@ function readToolService(
     const first = errors[0]!
     const error =
       errors.find((e) => e.keyword === 'additionalProperties') ??
-      errors.find((e) => (e.keyword === 'anyOf' || e.keyword === 'oneOf') && first.schemaPath.startsWith(`${e.schemaPath}/`)) ??
+      errors.find(
+        (e) => (e.keyword === 'anyOf' || e.keyword === 'oneOf') && first.schemaPath.startsWith(`${e.schemaPath}/`),
+      ) ??
       first
     throw new ConfigError(base + jsonPointerToPath(error.instancePath), schemaMessage(error))
   }
@@ -375,7 +415,10 @@ function readToolService(
   )
   configParams.forEach((param, i) => {
     if (RESERVED_TOOL_FIELDS.has(param.name)) {
-      throw new ConfigError(`${base}.configParams[${i}].name`, `"${param.name}" would overwrite the tool's own "${param.name}" field`)
+      throw new ConfigError(
+        `${base}.configParams[${i}].name`,
+        `"${param.name}" would overwrite the tool's own "${param.name}" field`,
+      )
     }
   })
   const { requestQueue, responseQueue } = resolveQueues(base, block)
@@ -392,23 +435,24 @@ function readToolService(
     concurrency: block.concurrency ?? DEFAULT_CONCURRENCY,
     timeoutMs: Math.round((block.timeout ?? fnTimeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000),
     memoryMb: typeof fn.memorySize === 'number' ? fn.memorySize : providerDefaults.memorySize,
-    environment: { ...providerDefaults.environment, ...readEnvironment(`functions.${functionName}.environment`, fn.environment) },
+    environment: {
+      ...providerDefaults.environment,
+      ...readEnvironment(`functions.${functionName}.environment`, fn.environment),
+    },
     tools,
     shape: readShape(base, block),
   }
   return { service, block }
 }
 
-function resolveQueues(
-  base: string,
-  block: ToolServiceBlock,
-): { requestQueue: string; responseQueue: string } {
+function resolveQueues(base: string, block: ToolServiceBlock): { requestQueue: string; responseQueue: string } {
   const explicit = block.requestQueue !== undefined || block.responseQueue !== undefined
   if (explicit && block.topic !== undefined) {
     throw new ConfigError(base, 'give either "topic" or "requestQueue" and "responseQueue", not both')
   }
   if (!explicit) {
-    if (block.topic === undefined) throw new ConfigError(base, 'missing "topic" (or "requestQueue" and "responseQueue")')
+    if (block.topic === undefined)
+      throw new ConfigError(base, 'missing "topic" (or "requestQueue" and "responseQueue")')
     const queues = defaultQueues(block.topic)
     return { requestQueue: queues.request, responseQueue: queues.response }
   }
@@ -447,7 +491,9 @@ function readTool(path: string, tool: ToolBlock, configParams: ConfigParam[]): T
 
 /** Where a spec's block is in serverless.yml: only a function of its own has a handler. */
 const blockPath = (spec: ToolServiceSpec) =>
-  spec.location.kind === 'handler' ? `functions.${spec.functionName}.toolService` : `custom.toolServices.${spec.functionName}`
+  spec.location.kind === 'handler'
+    ? `functions.${spec.functionName}.toolService`
+    : `custom.toolServices.${spec.functionName}`
 const ownerName = (spec: ToolServiceSpec) =>
   spec.location.kind === 'handler' ? `functions.${spec.functionName}` : `custom.toolServices.${spec.functionName}`
 

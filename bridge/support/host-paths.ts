@@ -25,7 +25,8 @@ export function createPathScrubber(projectDir: string): (message: string) => str
   // Longest first: the project directory may be inside the home directory.
   for (const [root, shown] of roots.filter(([root]) => root.length > 1).sort((a, b) => b[0].length - a[0].length)) {
     const withSep = root.endsWith(sep) ? root : root + sep
-    for (const form of [pathToFileURL(withSep).href, withSep]) replacements.push([new RegExp(escapeRegExp(form), 'g'), shown])
+    for (const form of [pathToFileURL(withSep).href, withSep])
+      replacements.push([new RegExp(escapeRegExp(form), 'g'), shown])
   }
   return (message) => {
     let scrubbed = message

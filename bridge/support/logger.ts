@@ -32,12 +32,19 @@ export type LogLevel = (typeof LOG_LEVELS)[number]
 export function createLogger(level: LogLevel, options: { json?: boolean } = {}): Logger {
   const readable = !options.json && process.stderr.isTTY === true
   const pino = require('pino') as typeof Pino
-  const destination = readable ? (require('pino-pretty') as typeof PinoPretty)({ destination: 2, sync: true, ignore: 'pid,hostname' }) : pino.destination(2)
+  const destination = readable
+    ? (require('pino-pretty') as typeof PinoPretty)({ destination: 2, sync: true, ignore: 'pid,hostname' })
+    : pino.destination(2)
   return pino(
     {
       level,
       base: undefined,
-      formatters: { log: (fields) => Object.fromEntries(Object.entries(fields).map(([key, value]) => [key, typeof value === 'string' ? cut(value) : value])) },
+      formatters: {
+        log: (fields) =>
+          Object.fromEntries(
+            Object.entries(fields).map(([key, value]) => [key, typeof value === 'string' ? cut(value) : value]),
+          ),
+      },
       hooks: {
         logMethod(args, method) {
           method.apply(this, args.map((arg) => (typeof arg === 'string' ? cut(arg) : arg)) as Parameters<typeof method>)

@@ -105,7 +105,12 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
   type CounterChild = ReturnType<typeof requests.labels>
 
   function forService(service: string): ServiceMetrics {
-    type ToolChildren = { requests: CounterChild; ok: CounterChild; error: CounterChild; latency: ReturnType<typeof latency.labels> }
+    type ToolChildren = {
+      requests: CounterChild
+      ok: CounterChild
+      error: CounterChild
+      latency: ReturnType<typeof latency.labels>
+    }
     const perTool = new Map<string, ToolChildren>()
     const toolMetrics = (tool: string): ToolChildren => {
       let children = perTool.get(tool)

@@ -156,7 +156,13 @@ function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
 }
 
 /** A broker's first connection: a few quick tries (a broker still starting), then give up. */
-export const BROKER_CONNECT_RETRY: RetryOptions = { retries: 5, initialRetryTime: 200, multiplier: 2, factor: 0.2, maxRetryTime: 2_000 }
+export const BROKER_CONNECT_RETRY: RetryOptions = {
+  retries: 5,
+  initialRetryTime: 200,
+  multiplier: 2,
+  factor: 0.2,
+  maxRetryTime: 2_000,
+}
 
 /** A lost broker connection: tried until it works, never more than 2 s apart, so a restarted broker is found quickly. */
 export const BROKER_RECONNECT_RETRY: RetryOptions = {

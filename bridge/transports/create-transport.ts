@@ -13,7 +13,11 @@ import type { Transport } from './transport.ts'
 export async function createTransport(
   broker: string | undefined,
   memory: MemoryBroker = new MemoryBroker(),
-  options: { logger?: Logger; onReconnect?: () => void; pulsar?: PulsarSettings & { client?: 'builtin' | 'native' } } = {},
+  options: {
+    logger?: Logger
+    onReconnect?: () => void
+    pulsar?: PulsarSettings & { client?: 'builtin' | 'native' }
+  } = {},
 ): Promise<Transport> {
   if (broker === undefined || broker === 'memory://' || broker === 'memory:') return new MemoryTransport(memory)
   // Before URL parsing: a list of bootstrap servers (kafka://a:9092,b:9092) is not a WHATWG URL.
@@ -32,7 +36,12 @@ export async function createTransport(
     return new RabbitTransport(broker, options)
   }
   if (url.protocol === 'pulsar:' || url.protocol === 'pulsar+ssl:') {
-    const pulsar = { logger: options.logger, onReconnect: options.onReconnect, token: options.pulsar?.token, listener: options.pulsar?.listener }
+    const pulsar = {
+      logger: options.logger,
+      onReconnect: options.onReconnect,
+      token: options.pulsar?.token,
+      listener: options.pulsar?.listener,
+    }
     if (options.pulsar?.client === 'native') {
       const { NativePulsarTransport } = await import('./pulsar/native-transport.ts')
       return new NativePulsarTransport(broker, pulsar)
@@ -40,5 +49,8 @@ export async function createTransport(
     const { PulsarTransport } = await import('./pulsar/pulsar-transport.ts')
     return new PulsarTransport(broker, pulsar)
   }
-  throw new ConfigError('--broker', `unsupported scheme "${url.protocol}": use memory://, amqp://, amqps://, kafka://, pulsar:// or pulsar+ssl://`)
+  throw new ConfigError(
+    '--broker',
+    `unsupported scheme "${url.protocol}": use memory://, amqp://, amqps://, kafka://, pulsar:// or pulsar+ssl://`,
+  )
 }

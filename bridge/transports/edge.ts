@@ -16,7 +16,10 @@ export { redact } from './redact.ts'
  * library or the broker ever put it there. `describe` renders the error
  * (default: its message).
  */
-export function scrubber(secret: string | undefined, describe: (err: unknown) => string = messageOf): (err: unknown) => string {
+export function scrubber(
+  secret: string | undefined,
+  describe: (err: unknown) => string = messageOf,
+): (err: unknown) => string {
   if (!secret) return describe
   return (err) => describe(err).split(secret).join('***')
 }

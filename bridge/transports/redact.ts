@@ -11,7 +11,9 @@ export function redact(broker: string): string {
   try {
     url = new URL(broker)
   } catch {
-    return broker.replace(/\/\/[^@/]*@/, '//***@').replace(/([?&][^=&]*(?:pass|secret|token|key|auth|credential|sig)[^=&]*=)[^&]*/gi, '$1***')
+    return broker
+      .replace(/\/\/[^@/]*@/, '//***@')
+      .replace(/([?&][^=&]*(?:pass|secret|token|key|auth|credential|sig)[^=&]*=)[^&]*/gi, '$1***')
   }
   if (url.password) url.password = '***'
   else if (url.username) url.username = '***'

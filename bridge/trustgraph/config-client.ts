@@ -81,11 +81,13 @@ export class ConfigClient {
         },
         reject: (error) => (clearTimeout(timer), reject(error)),
       })
-      this.transport.publish(CONFIG_REQUEST_QUEUE, encodeConfigRequest(configRequest(fields)), { [ID_PROPERTY]: id }).catch((err: Error) => {
-        this.pending.delete(id)
-        clearTimeout(timer)
-        reject(err)
-      })
+      this.transport
+        .publish(CONFIG_REQUEST_QUEUE, encodeConfigRequest(configRequest(fields)), { [ID_PROPERTY]: id })
+        .catch((err: Error) => {
+          this.pending.delete(id)
+          clearTimeout(timer)
+          reject(err)
+        })
     })
   }
 

@@ -116,9 +116,13 @@ export async function startConfigService(options: ConfigServiceOptions): Promise
     const { operation, workspace } = request
     if (operation === 'getvalues-all-ws' || operation === 'getkeys-all-ws') {
       const withValues = operation === 'getvalues-all-ws'
-      const values = store.workspaces().flatMap((ws) =>
-        store.values(ws, request.type).map(([key, value]) => configValue(request.type, key, withValues ? value : '', ws)),
-      )
+      const values = store
+        .workspaces()
+        .flatMap((ws) =>
+          store
+            .values(ws, request.type)
+            .map(([key, value]) => configValue(request.type, key, withValues ? value : '', ws)),
+        )
       return configResponse({ version: store.version, values })
     }
     if (!WORKSPACE_OPERATIONS.has(operation)) return failure('bad-operation', 'Bad operation')
@@ -162,7 +166,8 @@ export async function startConfigService(options: ConfigServiceOptions): Promise
         response = failure('config-error', messageOf(err))
       }
     }
-    if (response.error) logger.warn({ id, type: response.error.type }, `config request refused: ${response.error.message}`)
+    if (response.error)
+      logger.warn({ id, type: response.error.type }, `config request refused: ${response.error.message}`)
     try {
       await transport.publish(CONFIG_RESPONSE_QUEUE, encodeConfigResponse(response), { [ID_PROPERTY]: id })
     } catch (err) {

@@ -23,7 +23,10 @@ export interface RegistrationOptions {
  * them. Throws, before anything is sent, for a tool TrustGraph's agent would
  * refuse, with the agent's own message.
  */
-export function registrationItems(specs: ToolServiceSpec[], options: Pick<RegistrationOptions, 'queues' | 'mcp'> = {}): ConfigValue[] {
+export function registrationItems(
+  specs: ToolServiceSpec[],
+  options: Pick<RegistrationOptions, 'queues' | 'mcp'> = {},
+): ConfigValue[] {
   const all = descriptors(specs, options.queues ?? 'logical', options.mcp)
   for (const tool of Object.values(all.tool)) {
     const refusal = agentToolRefusal(tool, all['tool-service'])
@@ -36,7 +39,11 @@ export function registrationItems(specs: ToolServiceSpec[], options: Pick<Regist
   return items
 }
 
-export async function register(client: ConfigClient, specs: ToolServiceSpec[], options: RegistrationOptions): Promise<ConfigValue[]> {
+export async function register(
+  client: ConfigClient,
+  specs: ToolServiceSpec[],
+  options: RegistrationOptions,
+): Promise<ConfigValue[]> {
   const items = registrationItems(specs, options)
   await client.put(options.workspace, items)
   return items
@@ -49,7 +56,11 @@ export function registrationKeys(specs: ToolServiceSpec[]): ConfigKey[] {
 }
 
 /** Deletes what register() put, with or without an MCP endpoint; resolves with the keys that were there. */
-export async function unregister(client: ConfigClient, specs: ToolServiceSpec[], options: Pick<RegistrationOptions, 'workspace'>): Promise<ConfigKey[]> {
+export async function unregister(
+  client: ConfigClient,
+  specs: ToolServiceSpec[],
+  options: Pick<RegistrationOptions, 'workspace'>,
+): Promise<ConfigKey[]> {
   const keys = registrationKeys(specs)
   const values = await client.get(options.workspace, keys)
   const present = keys.filter((_, i) => values[i] !== null && values[i] !== undefined)

@@ -6,7 +6,13 @@
  */
 import { randomUUID } from 'node:crypto'
 import { isToolbridgeError, ToolbridgeError } from '../../shared/errors.ts'
-import { decodeResponse, encodeRequest, ID_PROPERTY, kindOfWireErrorType, wireErrorType } from '../../shared/protocol.ts'
+import {
+  decodeResponse,
+  encodeRequest,
+  ID_PROPERTY,
+  kindOfWireErrorType,
+  wireErrorType,
+} from '../../shared/protocol.ts'
 import type { Consumer, Transport } from '../transports/transport.ts'
 
 export const DEFAULT_CLIENT_TIMEOUT_MS = 600_000 // TrustGraph's ToolServiceClient default
@@ -138,9 +144,7 @@ export class RequestClient {
       this.slots[slot] = pending
       if (signal?.aborted) onAbort()
       else signal?.addEventListener('abort', onAbort, { once: true })
-      this.transport.publish(this.requestQueue, body, { [ID_PROPERTY]: id }).catch((err: Error) =>
-        this.settle(id, err),
-      )
+      this.transport.publish(this.requestQueue, body, { [ID_PROPERTY]: id }).catch((err: Error) => this.settle(id, err))
     })
   }
 

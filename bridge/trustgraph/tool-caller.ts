@@ -26,7 +26,11 @@ export interface ToolCaller {
   /** Every tool, by name, in serverless.yml's order. */
   readonly tools: ReadonlyMap<string, ToolEntry>
   /** Resolves with the whole answer; rejects with ToolCallError (the service's error), a timeout or a broker failure. */
-  call(name: string, request: { user?: string; arguments: Record<string, unknown> }, options?: ToolCallOptions): Promise<string>
+  call(
+    name: string,
+    request: { user?: string; arguments: Record<string, unknown> },
+    options?: ToolCallOptions,
+  ): Promise<string>
   close(): Promise<void>
 }
 
@@ -53,7 +57,8 @@ export function createToolCaller(services: ToolServiceSpec[], transport: Transpo
     tools,
     async call(name, request, options = {}) {
       const entry = tools.get(name)
-      if (!entry) throw new ToolCallError('bad-request', `unknown tool "${name}" (tools: ${[...tools.keys()].join(', ')})`)
+      if (!entry)
+        throw new ToolCallError('bad-request', `unknown tool "${name}" (tools: ${[...tools.keys()].join(', ')})`)
       const checked = checkArguments(request.arguments, entry.tool.arguments)
       if (!checked.ok) throw new ToolCallError('invalid-arguments', checked.message)
       const client = await clientFor(entry.spec)
@@ -68,7 +73,14 @@ export function createToolCaller(services: ToolServiceSpec[], transport: Transpo
       )
     },
     async close() {
-      await Promise.all([...clients.values()].map((c) => c.then((client) => client.close(), () => undefined)))
+      await Promise.all(
+        [...clients.values()].map((c) =>
+          c.then(
+            (client) => client.close(),
+            () => undefined,
+          ),
+        ),
+      )
     },
   }
 }

@@ -44,7 +44,9 @@ function apply(op: BinaryOperator, left: Rational, right: Rational, pos: number)
       return left.div(right)
     case '%':
       if (!left.isInteger || !right.isInteger) {
-        throw new Error(`"%" at ${at(pos)} needs integer operands, got ${left.toFractionString()} and ${right.toFractionString()}`)
+        throw new Error(
+          `"%" at ${at(pos)} needs integer operands, got ${left.toFractionString()} and ${right.toFractionString()}`,
+        )
       }
       if (right.isZero) throw new Error(`division by zero at ${at(pos)} (modulo 0)`)
       return left.mod(right)
@@ -79,7 +81,9 @@ function evaluate(node: Node): Rational {
         value = apply(node.op, left, right, node.pos)
       } catch (err) {
         if (!(err instanceof WorkLimitError)) throw err
-        throw new Error(`too much computation at ${at(node.pos)}: the numbers involved are too large for this many operations`)
+        throw new Error(
+          `too much computation at ${at(node.pos)}: the numbers involved are too large for this many operations`,
+        )
       }
       if (value.bitLength() > MAX_BITS) throw tooLarge(node.pos)
       return value

@@ -56,7 +56,8 @@ export function gcd(a: bigint, b: bigint): bigint {
       ;[q, s] = [s, q - quotient * s]
       ;[x, y] = [y, x - quotient * y]
     }
-    if (q === 0) [a, b] = [b, a % b] // no simulated step was safe: one real one
+    if (q === 0)
+      [a, b] = [b, a % b] // no simulated step was safe: one real one
     else [a, b] = [BigInt(p) * a + BigInt(q) * b, BigInt(r) * a + BigInt(s) * b]
   }
   while (b !== 0n) [a, b] = [b, a % b]

@@ -56,7 +56,8 @@ async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     }
     case '/countdown': {
       const from = body.from ?? 3
-      if (!Number.isInteger(from) || (from as number) < 1 || (from as number) > 100) return json(res, 400, { error: '"from" must be an integer from 1 to 100' })
+      if (!Number.isInteger(from) || (from as number) < 1 || (from as number) > 100)
+        return json(res, 400, { error: '"from" must be an integer from 1 to 100' })
       return countdown(res, from as number)
     }
     default:

@@ -57,7 +57,9 @@ app.post('/orders', (req, res) => {
   const { sku, quantity } = req.body as { sku?: unknown; quantity?: unknown }
   const product = PRODUCTS.find((p) => p.sku === sku)
   if (!product) return void res.status(404).json({ error: `no product ${String(sku)}` })
-  if (!Number.isInteger(quantity) || (quantity as number) < 1) return void res.status(422).json({ error: 'quantity must be a positive integer' })
-  if ((quantity as number) > product.stock) return void res.status(409).json({ error: `only ${product.stock} of ${product.sku} in stock` })
+  if (!Number.isInteger(quantity) || (quantity as number) < 1)
+    return void res.status(422).json({ error: 'quantity must be a positive integer' })
+  if ((quantity as number) > product.stock)
+    return void res.status(409).json({ error: `only ${product.stock} of ${product.sku} in stock` })
   res.status(201).json({ sku: product.sku, quantity, totalEur: (product.priceCents * (quantity as number)) / 100 })
 })

@@ -83,7 +83,11 @@ export class PulsarClient implements ClientContext {
   constructor(options: ClientOptions) {
     const url = new URL(options.serviceUrl)
     if (url.protocol !== 'pulsar:' && url.protocol !== 'pulsar+ssl:') {
-      throw new PulsarError('ConnectError', `service URL "${options.serviceUrl}" must start with pulsar:// or pulsar+ssl://`, { retriable: false })
+      throw new PulsarError(
+        'ConnectError',
+        `service URL "${options.serviceUrl}" must start with pulsar:// or pulsar+ssl://`,
+        { retriable: false },
+      )
     }
     this.serviceUrl = `${url.protocol}//${url.host}`
     this.logger = options.logger ?? silent
@@ -96,7 +100,9 @@ export class PulsarClient implements ClientContext {
     const token = options.token
     this.auth =
       options.authentication ??
-      (token === undefined || token === '' ? undefined : { method: 'token', data: typeof token === 'function' ? token : () => token })
+      (token === undefined || token === ''
+        ? undefined
+        : { method: 'token', data: typeof token === 'function' ? token : () => token })
     if (url.protocol === 'pulsar+ssl:') {
       const t = options.tls ?? {}
       this.tls = {
@@ -175,21 +181,28 @@ export class PulsarClient implements ClientContext {
         { topic, authoritative, advertised_listener_name: this.listenerName },
         `lookup of ${topic}`,
       )
-      if (answer.type !== 'lookup_response') throw new PulsarError('ProtocolError', `lookup of ${topic}: unexpected ${answer.type}`, { retriable: true })
+      if (answer.type !== 'lookup_response')
+        throw new PulsarError('ProtocolError', `lookup of ${topic}: unexpected ${answer.type}`, { retriable: true })
       const r = answer.body
       if (r.response === LookupType.Failed || r.response === undefined) {
         throw new PulsarServerError(r.error ?? 0, `lookup of ${topic}: ${r.message ?? 'failed'}`)
       }
       const broker = this.tls ? r.brokerServiceUrlTls : r.brokerServiceUrl
       if (!broker) {
-        throw new PulsarError('ProtocolError', `lookup of ${topic}: the broker gave no ${this.tls ? 'TLS ' : ''}service URL${this.listenerName ? ` for listener "${this.listenerName}"` : ''}`, { retriable: false })
+        throw new PulsarError(
+          'ProtocolError',
+          `lookup of ${topic}: the broker gave no ${this.tls ? 'TLS ' : ''}service URL${this.listenerName ? ` for listener "${this.listenerName}"` : ''}`,
+          { retriable: false },
+        )
       }
       logical = broker
       physical = r.proxy_through_service_url ? this.serviceUrl : broker
       if (r.response === LookupType.Connect) return { logical, physical }
       authoritative = r.authoritative ?? false
     }
-    throw new PulsarError('TooManyRedirects', `lookup of ${topic}: more than ${MAX_REDIRECTS} redirects`, { retriable: true })
+    throw new PulsarError('TooManyRedirects', `lookup of ${topic}: more than ${MAX_REDIRECTS} redirects`, {
+      retriable: true,
+    })
   }
 
   /** This client speaks to non-partitioned topics only (TrustGraph's kind); a partitioned one is refused clearly. */
@@ -200,7 +213,13 @@ export class PulsarClient implements ClientContext {
       backoff: this.backoff,
       deadline: Date.now() + this.operationTimeoutMs,
       stopped: () => this.closed,
-      onRetry: (err, attempt, waitMs) => this.logger.debug('pulsar: partition metadata not available yet; retrying', { topic, attempt, waitMs, err: (err as Error).message }),
+      onRetry: (err, attempt, waitMs) =>
+        this.logger.debug('pulsar: partition metadata not available yet; retrying', {
+          topic,
+          attempt,
+          waitMs,
+          err: (err as Error).message,
+        }),
     })
   }
 
@@ -209,9 +228,14 @@ export class PulsarClient implements ClientContext {
     const answer = await connection.request('partitioned_metadata', { topic }, `partition metadata of ${topic}`)
     if (answer.type === 'partitioned_metadata_response') {
       const r = answer.body
-      if (r.response === 1) throw new PulsarServerError(r.error ?? 0, `partition metadata of ${topic}: ${r.message ?? 'failed'}`)
+      if (r.response === 1)
+        throw new PulsarServerError(r.error ?? 0, `partition metadata of ${topic}: ${r.message ?? 'failed'}`)
       if ((r.partitions ?? 0) > 0) {
-        throw new PulsarError('Unsupported', `${topic} is partitioned (${r.partitions} partitions): this client serves non-partitioned topics`, { retriable: false })
+        throw new PulsarError(
+          'Unsupported',
+          `${topic} is partitioned (${r.partitions} partitions): this client serves non-partitioned topics`,
+          { retriable: false },
+        )
       }
     }
     this.checkedTopics.add(topic)

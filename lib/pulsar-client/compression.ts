@@ -28,7 +28,8 @@ function inflate(type: number, data: Uint8Array, uncompressedSize: number): Uint
       // Output stops at the buffer's end and what does not fit is dropped silently: one byte of
       // room more than declared tells a payload that inflates past its size from one that fits.
       const out = unzlibSync(data, { out: new Uint8Array(uncompressedSize + 1) })
-      if (out.length > uncompressedSize) throw new Error(`it inflates past the ${uncompressedSize} bytes its metadata says`)
+      if (out.length > uncompressedSize)
+        throw new Error(`it inflates past the ${uncompressedSize} bytes its metadata says`)
       return out
     }
     case CompressionType.ZSTD:
@@ -49,10 +50,14 @@ export function decompress(type: number, data: Uint8Array, uncompressedSize: num
     out = inflate(type, data, uncompressedSize)
   } catch (err) {
     if (err instanceof PulsarError) throw err
-    throw new PulsarError('ProtocolError', `cannot decompress a ${compressionName(type)} payload: ${(err as Error).message}`, {
-      retriable: false,
-      cause: err,
-    })
+    throw new PulsarError(
+      'ProtocolError',
+      `cannot decompress a ${compressionName(type)} payload: ${(err as Error).message}`,
+      {
+        retriable: false,
+        cause: err,
+      },
+    )
   }
   if (out.length !== uncompressedSize) {
     throw new PulsarError(

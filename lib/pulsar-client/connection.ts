@@ -73,7 +73,13 @@ interface Pending {
   timer: NodeJS.Timeout
 }
 
-const RESPONSES = new Set<string>(['success', 'error', 'producer_success', 'lookup_response', 'partitioned_metadata_response'])
+const RESPONSES = new Set<string>([
+  'success',
+  'error',
+  'producer_success',
+  'lookup_response',
+  'partitioned_metadata_response',
+])
 
 function hostPort(address: string): { host: string; port: number; tls: boolean } {
   const url = new URL(address)
@@ -109,7 +115,8 @@ export class Connection {
   static open(options: ConnectionOptions): Promise<Connection> {
     const target = hostPort(options.physicalAddress)
     const tls = options.tls
-    if (target.tls && !tls) throw new PulsarError('ConnectError', `${options.physicalAddress} needs TLS settings`, { retriable: false })
+    if (target.tls && !tls)
+      throw new PulsarError('ConnectError', `${options.physicalAddress} needs TLS settings`, { retriable: false })
     const socket = target.tls
       ? tlsConnect({
           host: target.host,
@@ -130,7 +137,13 @@ export class Connection {
     const { options } = this
     return new Promise<Connection>((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.fail(new PulsarError('Timeout', `no CONNECTED from ${options.physicalAddress} within ${options.connectTimeoutMs} ms`, { retriable: true }))
+        this.fail(
+          new PulsarError(
+            'Timeout',
+            `no CONNECTED from ${options.physicalAddress} within ${options.connectTimeoutMs} ms`,
+            { retriable: true },
+          ),
+        )
       }, options.connectTimeoutMs)
       this.handshake = {
         resolve: () => {
@@ -152,14 +165,22 @@ export class Connection {
       this.socket.on('error', (err: NodeJS.ErrnoException) => {
         const connecting = this.handshake !== undefined
         this.fail(
-          new PulsarError(connecting ? 'ConnectError' : 'ConnectionClosed', `${options.physicalAddress}: ${err.message}`, {
-            // A certificate that does not check out fails the same way next time.
-            retriable: !/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(err.code ?? ''),
-            cause: err,
-          }),
+          new PulsarError(
+            connecting ? 'ConnectError' : 'ConnectionClosed',
+            `${options.physicalAddress}: ${err.message}`,
+            {
+              // A certificate that does not check out fails the same way next time.
+              retriable: !/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(err.code ?? ''),
+              cause: err,
+            },
+          ),
         )
       })
-      this.socket.on('close', () => this.fail(new PulsarError('ConnectionClosed', `${options.physicalAddress} closed the connection`, { retriable: true })))
+      this.socket.on('close', () =>
+        this.fail(
+          new PulsarError('ConnectionClosed', `${options.physicalAddress} closed the connection`, { retriable: true }),
+        ),
+      )
     })
   }
 
@@ -199,12 +220,21 @@ export class Connection {
 
   /** Sends a command with a fresh request_id; resolves with the answer, rejects on ERROR, timeout or close. */
   request(name: CommandName, fields: object, what: string): Promise<Answer> {
-    if (this.closed) return Promise.reject(new PulsarError('ConnectionClosed', `${what}: the connection is closed`, { retriable: true }))
+    if (this.closed)
+      return Promise.reject(
+        new PulsarError('ConnectionClosed', `${what}: the connection is closed`, { retriable: true }),
+      )
     const requestId = this.nextRequestId++
     return new Promise<Answer>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(requestId)
-        reject(new PulsarError('Timeout', `${what}: no answer from ${this.options.logicalAddress} within ${this.options.operationTimeoutMs} ms`, { retriable: true }))
+        reject(
+          new PulsarError(
+            'Timeout',
+            `${what}: no answer from ${this.options.logicalAddress} within ${this.options.operationTimeoutMs} ms`,
+            { retriable: true },
+          ),
+        )
       }, this.options.operationTimeoutMs)
       this.pending.set(requestId, { what, resolve, reject, timer })
       this.write(name, { ...fields, request_id: requestId })
@@ -233,7 +263,11 @@ export class Connection {
   }
 
   close(): void {
-    this.fail(new PulsarError('AlreadyClosed', `connection to ${this.options.physicalAddress} closed by the client`, { retriable: false }))
+    this.fail(
+      new PulsarError('AlreadyClosed', `connection to ${this.options.physicalAddress} closed by the client`, {
+        retriable: false,
+      }),
+    )
   }
 
   // ---------------------------------------------------------------- reading
@@ -253,7 +287,13 @@ export class Connection {
         const { command, message } = parseFrame(frame)
         this.dispatch(decodeCommand(command), message)
       } catch (err) {
-        this.fail(new PulsarError('ProtocolError', `${this.options.physicalAddress}: unreadable frame: ${(err as Error).message}`, { retriable: true, cause: err }))
+        this.fail(
+          new PulsarError(
+            'ProtocolError',
+            `${this.options.physicalAddress}: unreadable frame: ${(err as Error).message}`,
+            { retriable: true, cause: err },
+          ),
+        )
         return
       }
     }
@@ -327,7 +367,8 @@ export class Connection {
     if (command.type === 'producer_success' && command.body.producer_ready === false) return
     this.pending.delete(requestId)
     clearTimeout(pending.timer)
-    if (command.type === 'error') pending.reject(new PulsarServerError(command.body.error, `${pending.what}: ${command.body.message}`))
+    if (command.type === 'error')
+      pending.reject(new PulsarServerError(command.body.error, `${pending.what}: ${command.body.message}`))
     else pending.resolve(command)
   }
 
@@ -342,7 +383,12 @@ export class Connection {
         response: { auth_method_name: auth.method, auth_data: data },
       })
     } catch (err) {
-      this.fail(new PulsarError('ConnectError', `cannot answer the broker's auth challenge: ${(err as Error).message}`, { retriable: true, cause: err }))
+      this.fail(
+        new PulsarError('ConnectError', `cannot answer the broker's auth challenge: ${(err as Error).message}`, {
+          retriable: true,
+          cause: err,
+        }),
+      )
     }
   }
 
@@ -356,7 +402,13 @@ export class Connection {
         return
       }
       if (this.pingOutstanding) {
-        this.fail(new PulsarError('ConnectionClosed', `${this.options.physicalAddress} did not answer a ping within ${this.options.keepAliveMs} ms`, { retriable: true }))
+        this.fail(
+          new PulsarError(
+            'ConnectionClosed',
+            `${this.options.physicalAddress} did not answer a ping within ${this.options.keepAliveMs} ms`,
+            { retriable: true },
+          ),
+        )
         return
       }
       this.pingOutstanding = true
@@ -373,11 +425,20 @@ export class Connection {
     const reason =
       error instanceof PulsarError
         ? error
-        : new PulsarError('ConnectionClosed', `${this.options.physicalAddress}: ${error.message}`, { retriable: true, cause: error })
+        : new PulsarError('ConnectionClosed', `${this.options.physicalAddress}: ${error.message}`, {
+            retriable: true,
+            cause: error,
+          })
     this.handshake?.reject(reason)
     for (const pending of this.pending.values()) {
       clearTimeout(pending.timer)
-      pending.reject(new PulsarError(reason.code === 'AlreadyClosed' ? 'AlreadyClosed' : 'ConnectionClosed', `${pending.what}: ${reason.message}`, { retriable: reason.retriable, cause: reason }))
+      pending.reject(
+        new PulsarError(
+          reason.code === 'AlreadyClosed' ? 'AlreadyClosed' : 'ConnectionClosed',
+          `${pending.what}: ${reason.message}`,
+          { retriable: reason.retriable, cause: reason },
+        ),
+      )
     }
     this.pending.clear()
     const producers = [...this.producers.values()]

@@ -27,7 +27,15 @@ import { decompress } from './compression.ts'
 import type { Connection, ConsumerListener } from './connection.ts'
 import { PulsarError } from './errors.ts'
 import type { MessagePart } from './frame.ts'
-import { AckType, InitialPosition, SubType, ValidationError, type Incoming, type KeyValue, type MessageIdData } from './proto.ts'
+import {
+  AckType,
+  InitialPosition,
+  SubType,
+  ValidationError,
+  type Incoming,
+  type KeyValue,
+  type MessageIdData,
+} from './proto.ts'
 import type { MessageId } from './producer.ts'
 
 export type SubscriptionType = 'Exclusive' | 'Shared' | 'Failover'
@@ -118,7 +126,13 @@ export class Consumer implements ConsumerListener {
       backoff: this.client.backoff,
       deadline: Date.now() + this.client.operationTimeoutMs,
       stopped: () => this.closed,
-      onRetry: (err, attempt, waitMs) => this.client.logger.debug('pulsar: not subscribed yet; retrying', { topic: this.topic, attempt, waitMs, err: (err as Error).message }),
+      onRetry: (err, attempt, waitMs) =>
+        this.client.logger.debug('pulsar: not subscribed yet; retrying', {
+          topic: this.topic,
+          attempt,
+          waitMs,
+          err: (err as Error).message,
+        }),
     })
   }
 
@@ -155,7 +169,9 @@ export class Consumer implements ConsumerListener {
     if (connection && !connection.closed) {
       connection.removeConsumer(this.id)
       const how = this.options.unsubscribeOnClose ? 'unsubscribe' : 'close_consumer'
-      await connection.request(how, { consumer_id: this.id }, `${how} ${this.subscription} on ${this.topic}`).catch(() => {})
+      await connection
+        .request(how, { consumer_id: this.id }, `${how} ${this.subscription} on ${this.topic}`)
+        .catch(() => {})
     }
   }
 
@@ -166,11 +182,18 @@ export class Consumer implements ConsumerListener {
     const id = command.message_id
     const { metadata } = part
     const count = metadata.num_messages_in_batch ?? 1
-    if (!part.checksumOk) return this.discard(id, count, ValidationError.ChecksumMismatch, 'its checksum does not match')
+    if (!part.checksumOk)
+      return this.discard(id, count, ValidationError.ChecksumMismatch, 'its checksum does not match')
     if ((metadata.encryption_keys?.length ?? 0) > 0 || (metadata.num_chunks_from_msg ?? 1) > 1) {
       const what = metadata.encryption_keys?.length ? 'encrypted' : 'chunked'
       this.returnPermits(count, false)
-      this.options.onError?.(new PulsarError('Unsupported', `a message on ${this.topic} is ${what}, which this client does not support; left unacked`, { retriable: false }))
+      this.options.onError?.(
+        new PulsarError(
+          'Unsupported',
+          `a message on ${this.topic} is ${what}, which this client does not support; left unacked`,
+          { retriable: false },
+        ),
+      )
       return
     }
     let payload: Uint8Array
@@ -187,16 +210,19 @@ export class Consumer implements ConsumerListener {
     }
     if (metadata.num_messages_in_batch === undefined) {
       this.queue.push(
-        this.makeMessage({
-          ...base,
-          id: { ledgerId: id.ledgerId, entryId: id.entryId, partition: id.partition ?? -1, batchIndex: -1 },
-          payload,
-          properties: propertiesOf(metadata.properties),
-          redeliveryCount,
-          eventTime: metadata.event_time || undefined,
-          sequenceId: metadata.sequence_id,
-          partitionKey: metadata.partition_key,
-        }, undefined),
+        this.makeMessage(
+          {
+            ...base,
+            id: { ledgerId: id.ledgerId, entryId: id.entryId, partition: id.partition ?? -1, batchIndex: -1 },
+            payload,
+            properties: propertiesOf(metadata.properties),
+            redeliveryCount,
+            eventTime: metadata.event_time || undefined,
+            sequenceId: metadata.sequence_id,
+            partitionKey: metadata.partition_key,
+          },
+          undefined,
+        ),
       )
     } else {
       let entries: ReturnType<typeof unpackBatch>
@@ -210,16 +236,19 @@ export class Consumer implements ConsumerListener {
         if (entry.metadata.compacted_out) return
         acks.remaining++
         this.queue.push(
-          this.makeMessage({
-            ...base,
-            id: { ledgerId: id.ledgerId, entryId: id.entryId, partition: id.partition ?? -1, batchIndex: index },
-            payload: entry.payload,
-            properties: propertiesOf(entry.metadata.properties),
-            redeliveryCount,
-            eventTime: entry.metadata.event_time || undefined,
-            sequenceId: entry.metadata.sequence_id,
-            partitionKey: entry.metadata.partition_key,
-          }, acks),
+          this.makeMessage(
+            {
+              ...base,
+              id: { ledgerId: id.ledgerId, entryId: id.entryId, partition: id.partition ?? -1, batchIndex: index },
+              payload: entry.payload,
+              properties: propertiesOf(entry.metadata.properties),
+              redeliveryCount,
+              eventTime: entry.metadata.event_time || undefined,
+              sequenceId: entry.metadata.sequence_id,
+              partitionKey: entry.metadata.partition_key,
+            },
+            acks,
+          ),
         )
       })
       const skipped = count - acks.remaining
@@ -239,10 +268,7 @@ export class Consumer implements ConsumerListener {
 
   // ---------------------------------------------------------------- delivery
 
-  private makeMessage(
-    fields: Omit<Message, 'ack' | 'nack'>,
-    batch: BatchAcks | undefined,
-  ): Message {
+  private makeMessage(fields: Omit<Message, 'ack' | 'nack'>, batch: BatchAcks | undefined): Message {
     let settled = false
     const settle = (ack: boolean) => {
       if (settled) return
@@ -284,7 +310,12 @@ export class Consumer implements ConsumerListener {
       try {
         this.options.listener(message)
       } catch (err) {
-        this.options.onError?.(new PulsarError('ProtocolError', `the listener threw: ${(err as Error).message}`, { retriable: false, cause: err }))
+        this.options.onError?.(
+          new PulsarError('ProtocolError', `the listener threw: ${(err as Error).message}`, {
+            retriable: false,
+            cause: err,
+          }),
+        )
       }
     }
     if (this.head === this.queue.length) {
@@ -318,7 +349,9 @@ export class Consumer implements ConsumerListener {
   private discard(id: MessageIdData, count: number, validationError: number, why: string): void {
     this.sendAck(id, validationError)
     this.returnPermits(count, false)
-    this.options.onError?.(new PulsarError('ProtocolError', `dropped a message on ${this.topic}: ${why}`, { retriable: false }))
+    this.options.onError?.(
+      new PulsarError('ProtocolError', `dropped a message on ${this.topic}: ${why}`, { retriable: false }),
+    )
   }
 
   // ---------------------------------------------------------------- attaching
@@ -342,12 +375,23 @@ export class Consumer implements ConsumerListener {
       deadline: undefined,
       stopped: () => this.closed || this.client.closed,
       onRetry: (err, attempt, waitMs) => {
-        if (attempt === 1 || attempt % 10 === 0) this.client.logger.warn('pulsar: cannot resubscribe yet; retrying', { topic: this.topic, subscription: this.subscription, attempt, waitMs, err: (err as Error).message })
+        if (attempt === 1 || attempt % 10 === 0)
+          this.client.logger.warn('pulsar: cannot resubscribe yet; retrying', {
+            topic: this.topic,
+            subscription: this.subscription,
+            attempt,
+            waitMs,
+            err: (err as Error).message,
+          })
       },
     }).then(
       () => {
         this.reconnecting = false
-        this.client.logger.info('pulsar: resubscribed', { topic: this.topic, subscription: this.subscription, afterMs: Date.now() - started })
+        this.client.logger.info('pulsar: resubscribed', {
+          topic: this.topic,
+          subscription: this.subscription,
+          afterMs: Date.now() - started,
+        })
         this.client.resubscribed()
       },
       () => {

@@ -20,7 +20,16 @@ const TABLES = (() => {
       tables[k]![n] = c >>> 0
     }
   }
-  return tables as [Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array]
+  return tables as [
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+  ]
 })()
 
 /** Continues `crc` (0 to start) over `data`; returns the unsigned 32-bit checksum. */

@@ -68,7 +68,11 @@ export class PulsarError extends Error {
   readonly code: ServerErrorName | ClientErrorCode
   readonly retriable: boolean
 
-  constructor(code: ServerErrorName | ClientErrorCode, message: string, options: { retriable: boolean; cause?: unknown }) {
+  constructor(
+    code: ServerErrorName | ClientErrorCode,
+    message: string,
+    options: { retriable: boolean; cause?: unknown },
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'PulsarError'
     this.code = code

@@ -63,7 +63,8 @@ export function parseFrame(frame: Buffer): Frame {
   if (frame.length < 4) throw protocolError(`frame of ${frame.length} bytes is too short`)
   const commandSize = frame.readUInt32BE(0)
   let offset = 4 + commandSize
-  if (offset > frame.length) throw protocolError(`command of ${commandSize} bytes overruns its ${frame.length}-byte frame`)
+  if (offset > frame.length)
+    throw protocolError(`command of ${commandSize} bytes overruns its ${frame.length}-byte frame`)
   const command = frame.subarray(4, offset)
   if (offset === frame.length) return { command, message: undefined }
   if (frame.readUInt16BE(offset) === MAGIC_BROKER_ENTRY_METADATA) {
@@ -103,7 +104,8 @@ export class FrameDecoder {
     while (this.buffered >= 4) {
       const head = this.chunks[0]!.length >= 4 ? this.chunks[0]! : this.join()
       const size = head.readUInt32BE(0)
-      if (size > this.maxFrameBytes) throw protocolError(`frame of ${size} bytes is over the limit of ${this.maxFrameBytes}`)
+      if (size > this.maxFrameBytes)
+        throw protocolError(`frame of ${size} bytes is over the limit of ${this.maxFrameBytes}`)
       if (this.buffered < 4 + size) break
       const all = this.chunks.length === 1 ? this.chunks[0]! : this.join()
       frames.push(all.subarray(4, 4 + size))

@@ -81,19 +81,35 @@ export class Producer implements ProducerListener {
       backoff: this.client.backoff,
       deadline: Date.now() + this.client.operationTimeoutMs,
       stopped: () => this.closed,
-      onRetry: (err, attempt, waitMs) => this.client.logger.debug('pulsar: producer not attached yet; retrying', { topic: this.topic, attempt, waitMs, err: (err as Error).message }),
+      onRetry: (err, attempt, waitMs) =>
+        this.client.logger.debug('pulsar: producer not attached yet; retrying', {
+          topic: this.topic,
+          attempt,
+          waitMs,
+          err: (err as Error).message,
+        }),
     })
   }
 
   /** Resolves with the message id once the broker has stored (or, non-persistent, taken) the message. */
   send(payload: Uint8Array, options: SendOptions = {}): Promise<MessageId> {
-    if (this.closed) return Promise.reject(new PulsarError('AlreadyClosed', `producer on ${this.topic} is closed`, { retriable: false }))
+    if (this.closed)
+      return Promise.reject(
+        new PulsarError('AlreadyClosed', `producer on ${this.topic} is closed`, { retriable: false }),
+      )
     const limit = this.connection?.maxMessageSize
     if (limit !== undefined && payload.length > limit) {
-      return Promise.reject(new PulsarError('MessageTooBig', `a message of ${payload.length} bytes is over the broker's limit of ${limit} bytes`, { retriable: false }))
+      return Promise.reject(
+        new PulsarError(
+          'MessageTooBig',
+          `a message of ${payload.length} bytes is over the broker's limit of ${limit} bytes`,
+          { retriable: false },
+        ),
+      )
     }
     const properties: KeyValue[] = []
-    if (options.properties) for (const key of Object.keys(options.properties)) properties.push({ key, value: options.properties[key]! })
+    if (options.properties)
+      for (const key of Object.keys(options.properties)) properties.push({ key, value: options.properties[key]! })
     return new Promise<MessageId>((resolve, reject) => {
       const entry: PendingSend = {
         sequenceId: this.nextSequenceId++,
@@ -108,7 +124,13 @@ export class Producer implements ProducerListener {
       if (this.sendTimeoutMs > 0) {
         entry.timer = setTimeout(() => {
           this.pending.delete(entry.sequenceId)
-          reject(new PulsarError('Timeout', `no receipt from the broker for a message on ${this.topic} within ${this.sendTimeoutMs} ms`, { retriable: true }))
+          reject(
+            new PulsarError(
+              'Timeout',
+              `no receipt from the broker for a message on ${this.topic} within ${this.sendTimeoutMs} ms`,
+              { retriable: true },
+            ),
+          )
         }, this.sendTimeoutMs)
       }
       this.pending.set(entry.sequenceId, entry)
@@ -122,14 +144,20 @@ export class Producer implements ProducerListener {
     this.client.forget(this)
     for (const entry of this.pending.values()) {
       clearTimeout(entry.timer)
-      entry.reject(new PulsarError('AlreadyClosed', `producer on ${this.topic} closed before the broker took the message`, { retriable: false }))
+      entry.reject(
+        new PulsarError('AlreadyClosed', `producer on ${this.topic} closed before the broker took the message`, {
+          retriable: false,
+        }),
+      )
     }
     this.pending.clear()
     const connection = this.connection
     this.connection = undefined
     if (connection && !connection.closed) {
       connection.removeProducer(this.id)
-      await connection.request('close_producer', { producer_id: this.id }, `close producer on ${this.topic}`).catch(() => {})
+      await connection
+        .request('close_producer', { producer_id: this.id }, `close producer on ${this.topic}`)
+        .catch(() => {})
     }
   }
 
@@ -154,7 +182,10 @@ export class Producer implements ProducerListener {
       return
     }
     // A passing failure (storage, throttling): reattach, and everything pending goes again.
-    this.client.logger.warn('pulsar: the broker could not store a message; reattaching the producer', { topic: this.topic, err: error.message })
+    this.client.logger.warn('pulsar: the broker could not store a message; reattaching the producer', {
+      topic: this.topic,
+      err: error.message,
+    })
     const connection = this.connection
     this.connection = undefined
     if (connection) {
@@ -185,12 +216,22 @@ export class Producer implements ProducerListener {
       deadline: undefined,
       stopped: () => this.closed || this.client.closed,
       onRetry: (err, attempt, waitMs) => {
-        if (attempt === 1 || attempt % 10 === 0) this.client.logger.warn('pulsar: cannot reattach a producer yet; retrying', { topic: this.topic, attempt, waitMs, err: (err as Error).message })
+        if (attempt === 1 || attempt % 10 === 0)
+          this.client.logger.warn('pulsar: cannot reattach a producer yet; retrying', {
+            topic: this.topic,
+            attempt,
+            waitMs,
+            err: (err as Error).message,
+          })
       },
     }).then(
       () => {
         this.reconnecting = false
-        this.client.logger.info('pulsar: producer reattached', { topic: this.topic, afterMs: Date.now() - started, resent: this.pending.size })
+        this.client.logger.info('pulsar: producer reattached', {
+          topic: this.topic,
+          afterMs: Date.now() - started,
+          resent: this.pending.size,
+        })
       },
       () => {
         this.reconnecting = false // closed meanwhile
@@ -211,12 +252,18 @@ export class Producer implements ProducerListener {
       },
       `create producer on ${this.topic}`,
     )
-    if (answer.type !== 'producer_success') throw new PulsarError('ProtocolError', `create producer: unexpected ${answer.type}`, { retriable: true })
+    if (answer.type !== 'producer_success')
+      throw new PulsarError('ProtocolError', `create producer: unexpected ${answer.type}`, { retriable: true })
     if (this.closed) {
       connection.write('close_producer', { producer_id: this.id, request_id: 0 })
       return
     }
-    if (connection.closed) throw new PulsarError('ConnectionClosed', `the connection for ${this.topic} closed while the producer was created`, { retriable: true })
+    if (connection.closed)
+      throw new PulsarError(
+        'ConnectionClosed',
+        `the connection for ${this.topic} closed while the producer was created`,
+        { retriable: true },
+      )
     this.name = answer.body.producer_name
     this.epoch++
     connection.addProducer(this.id, this)

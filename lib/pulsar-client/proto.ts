@@ -254,83 +254,122 @@ export const ValidationError = {
 
 /** The commands, each with its BaseCommand type number (also its field number in BaseCommand). */
 const COMMANDS = {
-  connect: [2, schema({
-    client_version: [1, 'string'],
-    auth_data: [3, 'bytes'],
-    protocol_version: [4, 'int32'],
-    auth_method_name: [5, 'string'],
-    proxy_to_broker_url: [6, 'string'],
-    feature_flags: [10, FeatureFlags],
-  })],
-  connected: [3, schema({ server_version: [1, 'string'], protocol_version: [2, 'int32'], max_message_size: [3, 'int32'] })],
-  subscribe: [4, schema({
-    topic: [1, 'string'],
-    subscription: [2, 'string'],
-    subType: [3, 'enum'],
-    consumer_id: [4, 'uint64'],
-    request_id: [5, 'uint64'],
-    consumer_name: [6, 'string'],
-    durable: [8, 'bool'],
-    metadata: [10, KeyValue, 'repeated'],
-    initialPosition: [13, 'enum'],
-  })],
-  producer: [5, schema({
-    topic: [1, 'string'],
-    producer_id: [2, 'uint64'],
-    request_id: [3, 'uint64'],
-    producer_name: [4, 'string'],
-    epoch: [8, 'uint64'],
-    user_provided_producer_name: [9, 'bool'],
-  })],
+  connect: [
+    2,
+    schema({
+      client_version: [1, 'string'],
+      auth_data: [3, 'bytes'],
+      protocol_version: [4, 'int32'],
+      auth_method_name: [5, 'string'],
+      proxy_to_broker_url: [6, 'string'],
+      feature_flags: [10, FeatureFlags],
+    }),
+  ],
+  connected: [
+    3,
+    schema({ server_version: [1, 'string'], protocol_version: [2, 'int32'], max_message_size: [3, 'int32'] }),
+  ],
+  subscribe: [
+    4,
+    schema({
+      topic: [1, 'string'],
+      subscription: [2, 'string'],
+      subType: [3, 'enum'],
+      consumer_id: [4, 'uint64'],
+      request_id: [5, 'uint64'],
+      consumer_name: [6, 'string'],
+      durable: [8, 'bool'],
+      metadata: [10, KeyValue, 'repeated'],
+      initialPosition: [13, 'enum'],
+    }),
+  ],
+  producer: [
+    5,
+    schema({
+      topic: [1, 'string'],
+      producer_id: [2, 'uint64'],
+      request_id: [3, 'uint64'],
+      producer_name: [4, 'string'],
+      epoch: [8, 'uint64'],
+      user_provided_producer_name: [9, 'bool'],
+    }),
+  ],
   send: [6, schema({ producer_id: [1, 'uint64'], sequence_id: [2, 'uint64'], num_messages: [3, 'int32'] })],
   send_receipt: [7, schema({ producer_id: [1, 'uint64'], sequence_id: [2, 'uint64'], message_id: [3, MessageIdData] })],
-  send_error: [8, schema({ producer_id: [1, 'uint64'], sequence_id: [2, 'uint64'], error: [3, 'enum'], message: [4, 'string'] })],
+  send_error: [
+    8,
+    schema({ producer_id: [1, 'uint64'], sequence_id: [2, 'uint64'], error: [3, 'enum'], message: [4, 'string'] }),
+  ],
   message: [9, schema({ consumer_id: [1, 'uint64'], message_id: [2, MessageIdData], redelivery_count: [3, 'uint32'] })],
-  ack: [10, schema({
-    consumer_id: [1, 'uint64'],
-    ack_type: [2, 'enum'],
-    message_id: [3, MessageIdData, 'repeated'],
-    validation_error: [4, 'enum'],
-  })],
+  ack: [
+    10,
+    schema({
+      consumer_id: [1, 'uint64'],
+      ack_type: [2, 'enum'],
+      message_id: [3, MessageIdData, 'repeated'],
+      validation_error: [4, 'enum'],
+    }),
+  ],
   flow: [11, schema({ consumer_id: [1, 'uint64'], messagePermits: [2, 'uint32'] })],
   unsubscribe: [12, schema({ consumer_id: [1, 'uint64'], request_id: [2, 'uint64'] })],
   success: [13, schema({ request_id: [1, 'uint64'] })],
   error: [14, schema({ request_id: [1, 'uint64'], error: [2, 'enum'], message: [3, 'string'] })],
   close_producer: [15, schema({ producer_id: [1, 'uint64'], request_id: [2, 'uint64'] })],
   close_consumer: [16, schema({ consumer_id: [1, 'uint64'], request_id: [2, 'uint64'] })],
-  producer_success: [17, schema({ request_id: [1, 'uint64'], producer_name: [2, 'string'], producer_ready: [6, 'bool'] })],
+  producer_success: [
+    17,
+    schema({ request_id: [1, 'uint64'], producer_name: [2, 'string'], producer_ready: [6, 'bool'] }),
+  ],
   ping: [18, schema({})],
   pong: [19, schema({})],
   redeliver: [20, schema({ consumer_id: [1, 'uint64'], message_ids: [2, MessageIdData, 'repeated'] })],
   partitioned_metadata: [21, schema({ topic: [1, 'string'], request_id: [2, 'uint64'] })],
-  partitioned_metadata_response: [22, schema({
-    partitions: [1, 'uint32'],
-    request_id: [2, 'uint64'],
-    response: [3, 'enum'],
-    error: [4, 'enum'],
-    message: [5, 'string'],
-  })],
-  lookup: [23, schema({
-    topic: [1, 'string'],
-    request_id: [2, 'uint64'],
-    authoritative: [3, 'bool'],
-    advertised_listener_name: [7, 'string'],
-  })],
-  lookup_response: [24, schema({
-    brokerServiceUrl: [1, 'string'],
-    brokerServiceUrlTls: [2, 'string'],
-    response: [3, 'enum'],
-    request_id: [4, 'uint64'],
-    authoritative: [5, 'bool'],
-    error: [6, 'enum'],
-    message: [7, 'string'],
-    proxy_through_service_url: [8, 'bool'],
-  })],
+  partitioned_metadata_response: [
+    22,
+    schema({
+      partitions: [1, 'uint32'],
+      request_id: [2, 'uint64'],
+      response: [3, 'enum'],
+      error: [4, 'enum'],
+      message: [5, 'string'],
+    }),
+  ],
+  lookup: [
+    23,
+    schema({
+      topic: [1, 'string'],
+      request_id: [2, 'uint64'],
+      authoritative: [3, 'bool'],
+      advertised_listener_name: [7, 'string'],
+    }),
+  ],
+  lookup_response: [
+    24,
+    schema({
+      brokerServiceUrl: [1, 'string'],
+      brokerServiceUrlTls: [2, 'string'],
+      response: [3, 'enum'],
+      request_id: [4, 'uint64'],
+      authoritative: [5, 'bool'],
+      error: [6, 'enum'],
+      message: [7, 'string'],
+      proxy_through_service_url: [8, 'bool'],
+    }),
+  ],
   reached_end_of_topic: [27, schema({ consumer_id: [1, 'uint64'] })],
   active_consumer_change: [31, schema({ consumer_id: [1, 'uint64'], is_active: [2, 'bool'] })],
-  auth_challenge: [36, schema({ server_version: [1, 'string'], challenge: [2, AuthData], protocol_version: [3, 'int32'] })],
-  auth_response: [37, schema({ client_version: [1, 'string'], response: [2, AuthData], protocol_version: [3, 'int32'] })],
-  ack_response: [38, schema({ consumer_id: [1, 'uint64'], error: [4, 'enum'], message: [5, 'string'], request_id: [6, 'uint64'] })],
+  auth_challenge: [
+    36,
+    schema({ server_version: [1, 'string'], challenge: [2, AuthData], protocol_version: [3, 'int32'] }),
+  ],
+  auth_response: [
+    37,
+    schema({ client_version: [1, 'string'], response: [2, AuthData], protocol_version: [3, 'int32'] }),
+  ],
+  ack_response: [
+    38,
+    schema({ consumer_id: [1, 'uint64'], error: [4, 'enum'], message: [5, 'string'], request_id: [6, 'uint64'] }),
+  ],
   topic_migrated: [68, schema({ resource_id: [1, 'uint64'], resource_type: [2, 'enum'] })],
 } as const satisfies Record<string, readonly [number, Schema]>
 
@@ -353,7 +392,13 @@ export interface Incoming {
   producer_success: { request_id: number; producer_name: string; producer_ready?: boolean }
   ping: Record<string, never>
   pong: Record<string, never>
-  partitioned_metadata_response: { partitions?: number; request_id: number; response?: number; error?: number; message?: string }
+  partitioned_metadata_response: {
+    partitions?: number
+    request_id: number
+    response?: number
+    error?: number
+    message?: string
+  }
   lookup_response: {
     brokerServiceUrl?: string
     brokerServiceUrlTls?: string
@@ -371,7 +416,9 @@ export interface Incoming {
   topic_migrated: { resource_id: number; resource_type: number }
 }
 
-export type Command = { [K in keyof Incoming]: { type: K; body: Incoming[K] } }[keyof Incoming] | { type: 'unknown'; typeNumber: number }
+export type Command =
+  | { [K in keyof Incoming]: { type: K; body: Incoming[K] } }[keyof Incoming]
+  | { type: 'unknown'; typeNumber: number }
 
 /**
  * BaseCommand bytes for one command: `{type, <command>: fields}`. PulsarApi.proto:

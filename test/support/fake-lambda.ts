@@ -56,19 +56,36 @@ export const reply = {
   functionError: (errorType: string, errorMessage: string, kind: 'Unhandled' | 'Handled' = 'Unhandled'): Reply => ({
     type: 'payload',
     functionError: kind,
-    body: JSON.stringify({ errorType, errorMessage, trace: [`${errorType}: ${errorMessage}`, '    at secretFrame (/var/task/handler.mjs:1:1)'] }),
+    body: JSON.stringify({
+      errorType,
+      errorMessage,
+      trace: [`${errorType}: ${errorMessage}`, '    at secretFrame (/var/task/handler.mjs:1:1)'],
+    }),
   }),
   throttle: (retryAfterSeconds?: number): Reply => ({ type: 'throttle', retryAfterSeconds }),
   /** Lambda's own ServiceException (500), or a proxy's bare 502/503. */
   serviceError: (status = 500): Reply =>
     status === 500
-      ? { type: 'status', status, errorType: 'ServiceException', body: JSON.stringify({ Message: 'internal failure', Type: 'Service' }) }
+      ? {
+          type: 'status',
+          status,
+          errorType: 'ServiceException',
+          body: JSON.stringify({ Message: 'internal failure', Type: 'Service' }),
+        }
       : { type: 'status', status, body: '<html><body>Bad Gateway</body></html>' },
   /** What serverless-offline (hapi) answers on a route it does not have, such as response-streaming-invocations. */
-  notFound: (): Reply => ({ type: 'status', status: 404, body: JSON.stringify({ statusCode: 404, error: 'Not Found', message: 'Not Found' }) }),
+  notFound: (): Reply => ({
+    type: 'status',
+    status: 404,
+    body: JSON.stringify({ statusCode: 404, error: 'Not Found', message: 'Not Found' }),
+  }),
   reset: (): Reply => ({ type: 'reset' }),
   hang: (): Reply => ({ type: 'hang' }),
-  stream: (steps: StreamStep[], error?: { code: string; details?: string }): Reply => ({ type: 'stream', steps, error }),
+  stream: (steps: StreamStep[], error?: { code: string; details?: string }): Reply => ({
+    type: 'stream',
+    steps,
+    error,
+  }),
 }
 
 export type Script = (call: LambdaCall, callIndex: number) => Reply | Promise<Reply>
@@ -153,7 +170,12 @@ export class FakeLambda {
     const known = this.states.get(functionName) ?? (this.scripts.has(functionName) ? { state: 'Active' } : undefined)
     if (!known) {
       res.writeHead(404, { 'x-amzn-ErrorType': 'ResourceNotFoundException', 'content-type': 'application/json' })
-      res.end(JSON.stringify({ Type: 'User', Message: `Function not found: arn:aws:lambda:us-east-1:000000000000:function:${functionName}` }))
+      res.end(
+        JSON.stringify({
+          Type: 'User',
+          Message: `Function not found: arn:aws:lambda:us-east-1:000000000000:function:${functionName}`,
+        }),
+      )
       return
     }
     const name = functionName.split(':').at(functionName.startsWith('arn:') ? 6 : 0)!
@@ -166,7 +188,12 @@ export class FakeLambda {
       LastUpdateStatus: 'Successful',
     }
     res.writeHead(200, { 'content-type': 'application/json' })
-    res.end(JSON.stringify({ Configuration: configuration, Code: { RepositoryType: 'S3', Location: 'https://example.invalid/code.zip' } }))
+    res.end(
+      JSON.stringify({
+        Configuration: configuration,
+        Code: { RepositoryType: 'S3', Location: 'https://example.invalid/code.zip' },
+      }),
+    )
   }
 
   async close(): Promise<void> {
@@ -189,13 +216,23 @@ export class FakeLambda {
       return
     }
     const functionName = decodeURIComponent(match[1]!)
-    const call: LambdaCall = { functionName, streaming: stream !== null, payload: Buffer.concat(chunks), headers: req.headers }
+    const call: LambdaCall = {
+      functionName,
+      streaming: stream !== null,
+      payload: Buffer.concat(chunks),
+      headers: req.headers,
+    }
     const index = this.callsTo(functionName).length
     this.calls.push(call)
     const script = this.scripts.get(functionName)
     if (!script) {
       res.writeHead(404, { 'x-amzn-ErrorType': 'ResourceNotFoundException', 'content-type': 'application/json' })
-      res.end(JSON.stringify({ Type: 'User', Message: `Function not found: arn:aws:lambda:us-east-1:000000000000:function:${functionName}` }))
+      res.end(
+        JSON.stringify({
+          Type: 'User',
+          Message: `Function not found: arn:aws:lambda:us-east-1:000000000000:function:${functionName}`,
+        }),
+      )
       return
     }
     await this.answer(await script(call, index), res)
@@ -205,17 +242,29 @@ export class FakeLambda {
     switch (r.type) {
       case 'payload': {
         if (r.delayMs) await new Promise((resolve) => setTimeout(resolve, r.delayMs))
-        const headers: Record<string, string> = { 'content-type': 'application/json', 'x-amz-executed-version': '$LATEST' }
+        const headers: Record<string, string> = {
+          'content-type': 'application/json',
+          'x-amz-executed-version': '$LATEST',
+        }
         if (r.functionError) headers['x-amz-function-error'] = r.functionError
         res.writeHead(200, headers)
         res.end(r.body)
         return
       }
       case 'throttle': {
-        const headers: Record<string, string> = { 'content-type': 'application/json', 'x-amzn-ErrorType': 'TooManyRequestsException' }
+        const headers: Record<string, string> = {
+          'content-type': 'application/json',
+          'x-amzn-ErrorType': 'TooManyRequestsException',
+        }
         if (r.retryAfterSeconds !== undefined) headers['retry-after'] = String(r.retryAfterSeconds)
         res.writeHead(429, headers)
-        res.end(JSON.stringify({ Type: 'User', message: 'Rate Exceeded.', Reason: 'ReservedFunctionConcurrentInvocationLimitExceeded' }))
+        res.end(
+          JSON.stringify({
+            Type: 'User',
+            message: 'Rate Exceeded.',
+            Reason: 'ReservedFunctionConcurrentInvocationLimitExceeded',
+          }),
+        )
         return
       }
       case 'status': {
@@ -231,7 +280,10 @@ export class FakeLambda {
       case 'hang':
         return // closeAllConnections() ends it
       case 'stream': {
-        res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amz-executed-version': '$LATEST' })
+        res.writeHead(200, {
+          'content-type': 'application/vnd.amazon.eventstream',
+          'x-amz-executed-version': '$LATEST',
+        })
         for await (const step of r.steps) {
           if (typeof step === 'function') {
             await step()
@@ -245,7 +297,9 @@ export class FakeLambda {
           return
         }
         // Read after the steps: a function that fails mid-stream sets it as it runs (a getter).
-        const complete = r.error ? { ErrorCode: r.error.code, ErrorDetails: r.error.details ?? '', LogResult: '' } : { LogResult: '' }
+        const complete = r.error
+          ? { ErrorCode: r.error.code, ErrorDetails: r.error.details ?? '', LogResult: '' }
+          : { LogResult: '' }
         res.end(eventFrame('InvokeComplete', 'application/json', fromUtf8(JSON.stringify(complete))))
         return
       }

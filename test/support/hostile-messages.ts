@@ -67,8 +67,26 @@ export async function generateMessages(count: number, seed: number, oracle: Orac
   type Case = (id: string) => Promise<Omit<HostileMessage, 'category'>> | Omit<HostileMessage, 'category'>
   const hostile: Record<string, Case> = {
     'invalid-json': (id) => {
-      const texts = ['{', '{"user": "a", "config": ', 'nul', '[1, 2', '{"a":1}}', '\u0000\u0001', '', ' ', '"just a string"', '42', 'null', '[]']
-      return { serviceId: 'joke-service', id, body: utf8(pick(texts)), expect: { type: 'error', errorTypes: BAD_REQUEST } }
+      const texts = [
+        '{',
+        '{"user": "a", "config": ',
+        'nul',
+        '[1, 2',
+        '{"a":1}}',
+        '\u0000\u0001',
+        '',
+        ' ',
+        '"just a string"',
+        '42',
+        'null',
+        '[]',
+      ]
+      return {
+        serviceId: 'joke-service',
+        id,
+        body: utf8(pick(texts)),
+        expect: { type: 'error', errorTypes: BAD_REQUEST },
+      }
     },
     'random-bytes': (id) => {
       const bytes = Buffer.alloc(1 + int(64))
@@ -77,7 +95,11 @@ export async function generateMessages(count: number, seed: number, oracle: Orac
       return { serviceId: 'calculator-service', id, body: bytes, expect: { type: 'error', errorTypes: BAD_REQUEST } }
     },
     'invalid-utf8': (id) => {
-      const body = Buffer.concat([utf8('{"user": "a'), Buffer.from([0xc3, 0x28, 0xa0, 0xa1]), utf8('", "config": "{}", "arguments": "{}"}')])
+      const body = Buffer.concat([
+        utf8('{"user": "a'),
+        Buffer.from([0xc3, 0x28, 0xa0, 0xa1]),
+        utf8('", "config": "{}", "arguments": "{}"}'),
+      ])
       return { serviceId: 'joke-service', id, body, expect: { type: 'error', errorTypes: BAD_REQUEST } }
     },
     'config-not-an-object': (id) => {
@@ -93,7 +115,9 @@ export async function generateMessages(count: number, seed: number, oracle: Orac
     'user-wrong-type': (id) => ({
       serviceId: 'joke-service',
       id,
-      body: utf8(JSON.stringify({ user: pick([{ name: 'x' }, [1], 12, true]), config: '{}', arguments: '{"topic": "x"}' })),
+      body: utf8(
+        JSON.stringify({ user: pick([{ name: 'x' }, [1], 12, true]), config: '{}', arguments: '{"topic": "x"}' }),
+      ),
       expect: { type: 'error', errorTypes: BAD_REQUEST },
     }),
     'argument-wrong-type': (id) => ({

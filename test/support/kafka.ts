@@ -16,7 +16,8 @@ const run = promisify(execFile)
 
 export const KAFKA_URL = 'kafka://127.0.0.1:9092'
 export const KAFKA_SCRIPT = fileURLToPath(new URL('../../scripts/kafka.sh', import.meta.url))
-export const KAFKA_INSTALL = 'a JDK 17+ and Maven (apt-get install -y openjdk-17-jdk-headless maven), then scripts/kafka.sh start'
+export const KAFKA_INSTALL =
+  'a JDK 17+ and Maven (apt-get install -y openjdk-17-jdk-headless maven), then scripts/kafka.sh start'
 /** Resolving the jars the first time, then starting: generous. */
 const SCRIPT_TIMEOUT_MS = 300_000
 
@@ -100,7 +101,9 @@ export async function dropTopicsAndGroups(topics: string[], groups: string[]): P
 export async function committedOffset(group: string, topic: string, partition = 0): Promise<bigint> {
   const admin = kafkaAdmin()
   try {
-    const [result] = await admin.listConsumerGroupOffsets({ groups: [{ groupId: group, topics: [{ name: topic, partitionIndexes: [partition] }] }] })
+    const [result] = await admin.listConsumerGroupOffsets({
+      groups: [{ groupId: group, topics: [{ name: topic, partitionIndexes: [partition] }] }],
+    })
     const found = result?.topics.find((t) => t.name === topic)?.partitions.find((p) => p.partitionIndex === partition)
     return found ? BigInt(found.committedOffset) : -1n
   } finally {

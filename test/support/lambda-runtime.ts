@@ -63,7 +63,10 @@ export async function loadPackagedFunction(zipFile: string, handlerSpec: string)
     }
     if (typeof handler !== 'function') throw new Error(`${bundlePath} exports no function "${exportName}"`)
     const streaming = handler[STREAMING] === true
-    return { script: (call) => answer(handler, streaming, call.streaming, JSON.parse(call.payload.toString('utf8'))), streaming }
+    return {
+      script: (call) => answer(handler, streaming, call.streaming, JSON.parse(call.payload.toString('utf8'))),
+      streaming,
+    }
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
@@ -111,14 +114,21 @@ function responseStream(): { stream: Writable; chunks: AsyncIterable<Uint8Array>
   return { stream, chunks: chunks(), end }
 }
 
-async function answer(handler: MaybeStreaming, streamingHandler: boolean, streamingCall: boolean, event: unknown): Promise<Reply> {
+async function answer(
+  handler: MaybeStreaming,
+  streamingHandler: boolean,
+  streamingCall: boolean,
+  event: unknown,
+): Promise<Reply> {
   if (!streamingHandler) {
     let result: unknown
     try {
       result = await handler(event, CONTEXT)
     } catch (err) {
       const body = JSON.stringify({ ...errorOf(err), trace: [] })
-      return streamingCall ? streamReply([], Promise.resolve(err)) : { type: 'payload', functionError: 'Unhandled', body }
+      return streamingCall
+        ? streamReply([], Promise.resolve(err))
+        : { type: 'payload', functionError: 'Unhandled', body }
     }
     const body = JSON.stringify(result ?? null)
     return streamingCall ? { type: 'stream', steps: [body] } : { type: 'payload', body }
@@ -137,7 +147,8 @@ async function answer(handler: MaybeStreaming, streamingHandler: boolean, stream
     const parts: Uint8Array[] = []
     for await (const chunk of chunks) parts.push(chunk)
     const failure = await run
-    if (failure !== undefined) return { type: 'payload', functionError: 'Unhandled', body: JSON.stringify({ ...errorOf(failure), trace: [] }) }
+    if (failure !== undefined)
+      return { type: 'payload', functionError: 'Unhandled', body: JSON.stringify({ ...errorOf(failure), trace: [] }) }
     return { type: 'payload', body: Buffer.concat(parts).toString('utf8') }
   }
   return streamReply(chunks, run)

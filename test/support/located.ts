@@ -7,9 +7,13 @@ import type { FunctionLocation } from '../../bridge/project/tool-services.ts'
 
 type LocationOf<K extends FunctionLocation['kind']> = Extract<FunctionLocation, { kind: K }>
 
-const isAt = <K extends FunctionLocation['kind']>(location: FunctionLocation, kind: K): location is LocationOf<K> => location.kind === kind
+const isAt = <K extends FunctionLocation['kind']>(location: FunctionLocation, kind: K): location is LocationOf<K> =>
+  location.kind === kind
 
-export function locatedAt<T extends FunctionTarget, K extends FunctionLocation['kind']>(spec: T, kind: K): T & FunctionTarget<LocationOf<K>> {
+export function locatedAt<T extends FunctionTarget, K extends FunctionLocation['kind']>(
+  spec: T,
+  kind: K,
+): T & FunctionTarget<LocationOf<K>> {
   const { location } = spec
   if (!isAt(location, kind)) throw new Error(`"${spec.functionName}" runs at a ${location.kind} location, not ${kind}`)
   return { ...spec, location }

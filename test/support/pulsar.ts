@@ -18,7 +18,8 @@ const WEB_PORT = Number(process.env.PULSAR_WEB_PORT || 8081)
 
 export const PULSAR_URL = `pulsar://127.0.0.1:${PORT}`
 export const PULSAR_ADMIN = `http://127.0.0.1:${WEB_PORT}`
-export const PULSAR_INSTALL = 'a JDK 17+ and Maven (apt-get install -y openjdk-17-jdk-headless maven), then scripts/pulsar.sh start'
+export const PULSAR_INSTALL =
+  'a JDK 17+ and Maven (apt-get install -y openjdk-17-jdk-headless maven), then scripts/pulsar.sh start'
 
 function onPath(command: string): boolean {
   return (process.env.PATH ?? '').split(delimiter).some((dir) => dir && existsSync(join(dir, command)))
@@ -37,7 +38,10 @@ export function pulsarRunnable(): boolean {
 }
 
 /** Runs scripts/pulsar.sh; rejects with its output when it fails. */
-export async function pulsarScript(command: 'start' | 'stop' | 'status', env: Record<string, string> = {}): Promise<string> {
+export async function pulsarScript(
+  command: 'start' | 'stop' | 'status',
+  env: Record<string, string> = {},
+): Promise<string> {
   try {
     const { stdout } = await run(SCRIPT, [command], { timeout: 300_000, env: { ...process.env, ...env } })
     return stdout

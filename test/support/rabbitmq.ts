@@ -36,7 +36,9 @@ export function rabbitmqInstalled(): boolean {
   const installed = which('rabbitmq-server') !== undefined && which('rabbitmqctl') !== undefined
   if (!installed && !announced) {
     announced = true
-    console.warn(`skipping the RabbitMQ tests: rabbitmq-server is not installed (${RABBITMQ_INSTALL}, or scripts/rabbitmq.sh start)`)
+    console.warn(
+      `skipping the RabbitMQ tests: rabbitmq-server is not installed (${RABBITMQ_INSTALL}, or scripts/rabbitmq.sh start)`,
+    )
   }
   return installed
 }

@@ -7,7 +7,11 @@ import type { Consumer, Delivery, Transport } from '../../bridge/transports/tran
 import { decodeResponse, ID_PROPERTY, type ToolResponse } from '../../shared/protocol.ts'
 
 /** Resolves once `condition()` holds; fails after `limitMs`. */
-export async function waitFor(what: string, condition: () => boolean | Promise<boolean>, limitMs = 30_000): Promise<void> {
+export async function waitFor(
+  what: string,
+  condition: () => boolean | Promise<boolean>,
+  limitMs = 30_000,
+): Promise<void> {
   const deadline = Date.now() + limitMs
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`gave up waiting for ${what} after ${limitMs} ms`)
@@ -36,7 +40,9 @@ export class ResponseTap {
       delivery.ack()
       const id = delivery.properties[ID_PROPERTY] ?? '(no id)'
       const decoded = decodeResponse(delivery.body)
-      const response = decoded.ok ? decoded.value : { error: { type: 'undecodable', message: decoded.message }, response: '', end_of_stream: true }
+      const response = decoded.ok
+        ? decoded.value
+        : { error: { type: 'undecodable', message: decoded.message }, response: '', end_of_stream: true }
       let list = tap.seen.get(id)
       if (!list) tap.seen.set(id, (list = []))
       list.push({ response, delivery })

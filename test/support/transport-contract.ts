@@ -106,7 +106,11 @@ export function keepCalling(c: RequestClient) {
 function asReplica(project: Project, exportName: string): Project {
   return {
     ...project,
-    services: project.services.map((s) => (s.id.endsWith('-replica-service') && s.location.kind === 'handler' ? { ...s, location: { ...s.location, handler: `handlers.${exportName}` } } : s)),
+    services: project.services.map((s) =>
+      s.id.endsWith('-replica-service') && s.location.kind === 'handler'
+        ? { ...s, location: { ...s.location, handler: `handlers.${exportName}` } }
+        : s,
+    ),
   }
 }
 
@@ -135,7 +139,9 @@ export function describeTransport(name: string, profile: TransportProfile): void
   }
 
   async function transport(): Promise<Transport> {
-    const created = await createTransport(profile.settings.broker, profile.memoryBroker, { pulsar: profile.settings.pulsar })
+    const created = await createTransport(profile.settings.broker, profile.memoryBroker, {
+      pulsar: profile.settings.pulsar,
+    })
     await created.connect()
     cleanups.push(() => created.close())
     return created
@@ -181,9 +187,13 @@ export function describeTransport(name: string, profile: TransportProfile): void
         const tap = await ResponseTap.open(clientTransport, spec.responseQueue, timeoutMs)
         cleanups.push(() => tap.close())
         const id = randomUUID()
-        await clientTransport.publish(spec.requestQueue, encodeRequest({ config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 } }), {
-          [ID_PROPERTY]: id,
-        })
+        await clientTransport.publish(
+          spec.requestQueue,
+          encodeRequest({ config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 } }),
+          {
+            [ID_PROPERTY]: id,
+          },
+        )
         const messages = (await tap.ended(id)).map((m) => m.response)
         const chunks = messages.map((m) => m.response).filter((chunk) => chunk !== '')
         expect(chunks).toEqual([
@@ -198,7 +208,10 @@ export function describeTransport(name: string, profile: TransportProfile): void
       it('gives a streaming client of tell-story the chunks and their concatenation', async () => {
         const c = await client(clientTransport, byId('story-service'))
         const chunks: string[] = []
-        const answer = await c.call({ config: { pace: 5 }, arguments: { hero: 'Bo' } }, { timeoutMs, onChunk: (chunk) => chunks.push(chunk) })
+        const answer = await c.call(
+          { config: { pace: 5 }, arguments: { hero: 'Bo' } },
+          { timeoutMs, onChunk: (chunk) => chunks.push(chunk) },
+        )
         expect(chunks).toHaveLength(5)
         expect(answer).toBe(chunks.join(''))
       })
@@ -213,16 +226,22 @@ export function describeTransport(name: string, profile: TransportProfile): void
           responseQueue: 'non-persistent://tg/response/joke',
         })
         const answer = await c.call({ config: { style: 'one-liner' }, arguments: { topic: 'music' } }, { timeoutMs })
-        expect(answer).toBe("Hey there! Here's a one-liner for you:\n\nMusic is the only thing I am not afraid to face the music about.")
+        expect(answer).toBe(
+          "Hey there! Here's a one-liner for you:\n\nMusic is the only thing I am not afraid to face the music about.",
+        )
       })
 
       it('answers 500 requests in flight at once, each under its own id', async () => {
         const c = await client(clientTransport, byId('joke-service'))
         const started = performance.now()
-        const answers = await Promise.all(Array.from({ length: 500 }, (_, i) => c.call({ arguments: { topic: `topic ${i}` } }, { timeoutMs })))
+        const answers = await Promise.all(
+          Array.from({ length: 500 }, (_, i) => c.call({ arguments: { topic: `topic ${i}` } }, { timeoutMs })),
+        )
         const seconds = (performance.now() - started) / 1000
         answers.forEach((answer, i) => expect(answer).toContain(`a joke about topic ${i},`))
-        console.info(`${name}: 500 tell-joke calls in flight answered in ${seconds.toFixed(2)} s (worker threads starting included)`)
+        console.info(
+          `${name}: 500 tell-joke calls in flight answered in ${seconds.toFixed(2)} s (worker threads starting included)`,
+        )
       })
     })
 
@@ -242,25 +261,60 @@ export function describeTransport(name: string, profile: TransportProfile): void
       })
 
       it.each([
-        { name: 'malformed JSON', spec: replica, body: () => utf8.encode('{"arguments": '), type: 'bad-request', message: /JSON/ },
+        {
+          name: 'malformed JSON',
+          spec: replica,
+          body: () => utf8.encode('{"arguments": '),
+          type: 'bad-request',
+          message: /JSON/,
+        },
         { name: 'an empty body', spec: replica, body: () => new Uint8Array(0), type: 'bad-request', message: /./ },
-        { name: 'a body that is not an object', spec: replica, body: () => utf8.encode('[1, 2]'), type: 'bad-request', message: /object/ },
-        { name: 'a missing required config param', spec: strict, body: () => encodeRequest({ arguments: { n: 1 } }), type: 'missing-config', message: /region/ },
-        { name: 'an argument of the wrong type', spec: replica, body: () => encodeRequest({ arguments: { n: 'one' } }), type: 'invalid-arguments', message: /"n"/ },
-        { name: 'a missing required argument', spec: replica, body: () => encodeRequest({ arguments: {} }), type: 'invalid-arguments', message: /"n"/ },
-      ])('answers $name with one $type error that ends the stream, and keeps serving', async ({ spec, body, type, message }) => {
-        const tap = spec === strict ? strictTap : replicaTap
-        const id = randomUUID()
-        await clientTransport.publish(spec.requestQueue, body(), { [ID_PROPERTY]: id })
-        const [only, ...more] = await tap.ended(id)
-        expect(more).toEqual([])
-        expect(only!.response).toMatchObject({ error: { type }, response: '', end_of_stream: true })
-        expect(only!.response.error!.message).toMatch(message)
+        {
+          name: 'a body that is not an object',
+          spec: replica,
+          body: () => utf8.encode('[1, 2]'),
+          type: 'bad-request',
+          message: /object/,
+        },
+        {
+          name: 'a missing required config param',
+          spec: strict,
+          body: () => encodeRequest({ arguments: { n: 1 } }),
+          type: 'missing-config',
+          message: /region/,
+        },
+        {
+          name: 'an argument of the wrong type',
+          spec: replica,
+          body: () => encodeRequest({ arguments: { n: 'one' } }),
+          type: 'invalid-arguments',
+          message: /"n"/,
+        },
+        {
+          name: 'a missing required argument',
+          spec: replica,
+          body: () => encodeRequest({ arguments: {} }),
+          type: 'invalid-arguments',
+          message: /"n"/,
+        },
+      ])(
+        'answers $name with one $type error that ends the stream, and keeps serving',
+        async ({ spec, body, type, message }) => {
+          const tap = spec === strict ? strictTap : replicaTap
+          const id = randomUUID()
+          await clientTransport.publish(spec.requestQueue, body(), { [ID_PROPERTY]: id })
+          const [only, ...more] = await tap.ended(id)
+          expect(more).toEqual([])
+          expect(only!.response).toMatchObject({ error: { type }, response: '', end_of_stream: true })
+          expect(only!.response.error!.message).toMatch(message)
 
-        const c = await client(clientTransport, spec)
-        const config = spec === strict ? { region: 'eu-west-1' } : {}
-        expect(await c.call({ config, arguments: { n: 7 } }, { timeoutMs })).toBe(spec === strict ? 'eu-west-1:7' : 'A:7')
-      })
+          const c = await client(clientTransport, spec)
+          const config = spec === strict ? { region: 'eu-west-1' } : {}
+          expect(await c.call({ config, arguments: { n: 7 } }, { timeoutMs })).toBe(
+            spec === strict ? 'eu-west-1:7' : 'A:7',
+          )
+        },
+      )
 
       it('answers a request without an id under the id "unknown"', async () => {
         await clientTransport.publish(replica.requestQueue, encodeRequest({ arguments: { n: 42 } }), {})
@@ -275,69 +329,79 @@ export function describeTransport(name: string, profile: TransportProfile): void
       const replicas = typeof profile.replicas === 'string' ? undefined : profile.replicas
       const whyNot = typeof profile.replicas === 'string' ? ` (${profile.replicas})` : ''
 
-      it.runIf(replicas)(`shares one request queue between two replicas and answers every request exactly once${whyNot}`, async () => {
-        const a = await runtime(asReplica(fixtures, 'replicaA'))
-        const b = await runtime(asReplica(fixtures, 'replicaB'))
-        const t = await transport()
-        const tap = await ResponseTap.open(t, replica.responseQueue, timeoutMs)
-        cleanups.push(() => tap.close())
-        const c = await client(t, replica)
-        let busyA = false
-        let busyB = false
-        const sampler = setInterval(() => {
-          busyA ||= a.bridge.inFlight > 0
-          busyB ||= b.bridge.inFlight > 0
-        }, 1)
-        cleanups.push(() => clearInterval(sampler))
-        const ids: string[] = []
-        const answers = await Promise.all(
-          Array.from({ length: 200 }, (_, n) => {
-            const id = randomUUID()
-            ids.push(id)
-            return new Promise<string>((resolve, reject) => {
-              t.publish(replica.requestQueue, encodeRequest({ arguments: { n, ms: 5 } }), { [ID_PROPERTY]: id }).catch(reject)
-              tap.ended(id).then((messages) => resolve(messages[0]!.response.response), reject)
-            })
-          }),
-        )
-        answers.forEach((answer, n) => expect(answer).toMatch(new RegExp(`^[AB]:${n}$`)))
-        const byA = answers.filter((answer) => answer.startsWith('A:')).length
-        console.info(`${name}: two replicas answered 200 requests, ${byA} by A and ${200 - byA} by B`)
-        expect(busyA && busyB).toBe(true)
-        // One more round trip through each replica flushes anything still on its way; then count.
-        await Promise.all([0, 1, 2, 3].map((n) => c.call({ arguments: { n } }, { timeoutMs })))
-        for (const id of ids) expect(tap.messages(id)).toHaveLength(1)
-      })
+      it.runIf(replicas)(
+        `shares one request queue between two replicas and answers every request exactly once${whyNot}`,
+        async () => {
+          const a = await runtime(asReplica(fixtures, 'replicaA'))
+          const b = await runtime(asReplica(fixtures, 'replicaB'))
+          const t = await transport()
+          const tap = await ResponseTap.open(t, replica.responseQueue, timeoutMs)
+          cleanups.push(() => tap.close())
+          const c = await client(t, replica)
+          let busyA = false
+          let busyB = false
+          const sampler = setInterval(() => {
+            busyA ||= a.bridge.inFlight > 0
+            busyB ||= b.bridge.inFlight > 0
+          }, 1)
+          cleanups.push(() => clearInterval(sampler))
+          const ids: string[] = []
+          const answers = await Promise.all(
+            Array.from({ length: 200 }, (_, n) => {
+              const id = randomUUID()
+              ids.push(id)
+              return new Promise<string>((resolve, reject) => {
+                t.publish(replica.requestQueue, encodeRequest({ arguments: { n, ms: 5 } }), {
+                  [ID_PROPERTY]: id,
+                }).catch(reject)
+                tap.ended(id).then((messages) => resolve(messages[0]!.response.response), reject)
+              })
+            }),
+          )
+          answers.forEach((answer, n) => expect(answer).toMatch(new RegExp(`^[AB]:${n}$`)))
+          const byA = answers.filter((answer) => answer.startsWith('A:')).length
+          console.info(`${name}: two replicas answered 200 requests, ${byA} by A and ${200 - byA} by B`)
+          expect(busyA && busyB).toBe(true)
+          // One more round trip through each replica flushes anything still on its way; then count.
+          await Promise.all([0, 1, 2, 3].map((n) => c.call({ arguments: { n } }, { timeoutMs })))
+          for (const id of ids) expect(tap.messages(id)).toHaveLength(1)
+        },
+      )
 
       const whyNotKill = typeof replicas?.kill === 'string' ? ` (${replicas.kill})` : whyNot
-      it.runIf(replicas?.kill === true)(`hands the requests a killed replica had in flight to the other replica${whyNotKill}`, async () => {
-        const a = await runtime(asReplica(fixtures, 'replicaA'))
-        const b = await runtime(asReplica(fixtures, 'replicaB'))
-        const t = await transport()
-        const c = await client(t, replica)
-        const answeredAfterKill: string[] = []
-        let killed = false
-        const calls = Array.from({ length: 16 }, (_, n) =>
-          c.call({ arguments: { n, ms: 1500 } }, { timeoutMs }).then((answer) => {
-            if (killed) answeredAfterKill.push(answer)
-            return answer
-          }),
-        )
-        // Each replica takes as many as its concurrency (4 in the fixture); the rest wait in the queue.
-        await waitFor('both replicas to be busy', () => a.bridge.inFlight === 4 && b.bridge.inFlight === 4)
-        const inFlightOnA = a.bridge.inFlight
-        // Killed: its connection goes without acking anything; its functions keep running and finish into nothing.
-        await a.transport.close()
-        killed = true
+      it.runIf(replicas?.kill === true)(
+        `hands the requests a killed replica had in flight to the other replica${whyNotKill}`,
+        async () => {
+          const a = await runtime(asReplica(fixtures, 'replicaA'))
+          const b = await runtime(asReplica(fixtures, 'replicaB'))
+          const t = await transport()
+          const c = await client(t, replica)
+          const answeredAfterKill: string[] = []
+          let killed = false
+          const calls = Array.from({ length: 16 }, (_, n) =>
+            c.call({ arguments: { n, ms: 1500 } }, { timeoutMs }).then((answer) => {
+              if (killed) answeredAfterKill.push(answer)
+              return answer
+            }),
+          )
+          // Each replica takes as many as its concurrency (4 in the fixture); the rest wait in the queue.
+          await waitFor('both replicas to be busy', () => a.bridge.inFlight === 4 && b.bridge.inFlight === 4)
+          const inFlightOnA = a.bridge.inFlight
+          // Killed: its connection goes without acking anything; its functions keep running and finish into nothing.
+          await a.transport.close()
+          killed = true
 
-        const answers = await Promise.all(calls)
-        answers.forEach((answer, n) => expect(answer).toMatch(new RegExp(`^[AB]:${n}$`)))
-        expect(inFlightOnA).toBeGreaterThan(0)
-        expect(answeredAfterKill.filter((answer) => answer.startsWith('A:'))).toEqual([])
-        console.info(`${name}: replica A killed with ${inFlightOnA} requests in flight; B answered ${answeredAfterKill.length} after the kill`)
-        // The dead replica settles its requests (ack/nack on a closed transport) without throwing.
-        await waitFor('the killed replica to finish its work', () => a.bridge.inFlight === 0)
-      })
+          const answers = await Promise.all(calls)
+          answers.forEach((answer, n) => expect(answer).toMatch(new RegExp(`^[AB]:${n}$`)))
+          expect(inFlightOnA).toBeGreaterThan(0)
+          expect(answeredAfterKill.filter((answer) => answer.startsWith('A:'))).toEqual([])
+          console.info(
+            `${name}: replica A killed with ${inFlightOnA} requests in flight; B answered ${answeredAfterKill.length} after the kill`,
+          )
+          // The dead replica settles its requests (ack/nack on a closed transport) without throwing.
+          await waitFor('the killed replica to finish its work', () => a.bridge.inFlight === 0)
+        },
+      )
     })
 
     describe('losing the broker', () => {
@@ -387,9 +451,13 @@ export function describeTransport(name: string, profile: TransportProfile): void
             `${name} restart: first answer ${recovered - started} ms after the broker was back ` +
               `(${recovered - stopping} ms after the outage began); ${lost} calls of the load lost or late`,
           )
-          const answers = await Promise.all(Array.from({ length: 100 }, (_, n) => c.call({ arguments: { n } }, { timeoutMs })))
+          const answers = await Promise.all(
+            Array.from({ length: 100 }, (_, n) => c.call({ arguments: { n } }, { timeoutMs })),
+          )
           answers.forEach((answer, n) => expect(answer).toBe(`A:${n}`))
-          expect(await metricValue(bridge, `toolbridge_transport_reconnects_total{transport="${bridge.transport.kind}"}`)).toBeGreaterThan(0)
+          expect(
+            await metricValue(bridge, `toolbridge_transport_reconnects_total{transport="${bridge.transport.kind}"}`),
+          ).toBeGreaterThan(0)
           expect(bridge.bridge.ready).toBe(true)
         },
         180_000,
@@ -434,7 +502,9 @@ export function describeTransport(name: string, profile: TransportProfile): void
       })
 
       it('delivers what is published right after subscribe() resolves, properties as given, and an ack or nack after close is a no-op', async () => {
-        const t = await createTransport(profile.settings.broker, profile.memoryBroker, { pulsar: profile.settings.pulsar })
+        const t = await createTransport(profile.settings.broker, profile.memoryBroker, {
+          pulsar: profile.settings.pulsar,
+        })
         await t.connect()
         cleanups.push(() => t.close())
         const queue = 'response:tg:contract-acks'
@@ -471,20 +541,23 @@ export function describeTransport(name: string, profile: TransportProfile): void
 
       const unreachable = typeof profile.unreachable === 'string' ? undefined : profile.unreachable
       const whyNot = typeof profile.unreachable === 'string' ? ` (${profile.unreachable})` : ''
-      it.runIf(unreachable)(`gives up connecting to a broker that is not there, with a retriable unavailable error and no password${whyNot}`, async () => {
-        if (!unreachable) return
-        const t = unreachable.transport()
-        cleanups.push(() => t.close())
-        const error = (await t.connect().catch((err: unknown) => err)) as ToolbridgeError
-        expect(error).toBeInstanceOf(ToolbridgeError)
-        expect(error.kind).toBe('unavailable')
-        expect(error.retriable).toBe(true)
-        expect(error.message).toContain('127.0.0.1:1')
-        if (unreachable.secret !== undefined) {
-          expect(t.address).not.toContain(unreachable.secret)
-          expect(error.message).not.toContain(unreachable.secret)
-        }
-      })
+      it.runIf(unreachable)(
+        `gives up connecting to a broker that is not there, with a retriable unavailable error and no password${whyNot}`,
+        async () => {
+          if (!unreachable) return
+          const t = unreachable.transport()
+          cleanups.push(() => t.close())
+          const error = (await t.connect().catch((err: unknown) => err)) as ToolbridgeError
+          expect(error).toBeInstanceOf(ToolbridgeError)
+          expect(error.kind).toBe('unavailable')
+          expect(error.retriable).toBe(true)
+          expect(error.message).toContain('127.0.0.1:1')
+          if (unreachable.secret !== undefined) {
+            expect(t.address).not.toContain(unreachable.secret)
+            expect(error.message).not.toContain(unreachable.secret)
+          }
+        },
+      )
     })
   })
 }

@@ -20,12 +20,19 @@ const processorFlags = (backend: TgBackend) =>
     ? ['--pubsub-backend', 'rabbitmq', '--rabbitmq-host', '127.0.0.1']
     : ['--pubsub-backend', 'pulsar', '--pulsar-host', PULSAR_URL, '--pulsar-admin-url', PULSAR_ADMIN]
 const clientFlags = (backend: TgBackend) =>
-  backend === 'rabbitmq' ? ['--backend', 'rabbitmq', '--rabbitmq-host', '127.0.0.1'] : ['--backend', 'pulsar', '--pulsar-host', PULSAR_URL]
+  backend === 'rabbitmq'
+    ? ['--backend', 'rabbitmq', '--rabbitmq-host', '127.0.0.1']
+    : ['--backend', 'pulsar', '--pulsar-host', PULSAR_URL]
 
 /** Starts TrustGraph's config service; resolves once it consumes request:tg:config. */
 export function startTrustgraphConfigService(backend: TgBackend = 'rabbitmq'): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, [join(INTEROP, 'tg_config_service.py'), ...processorFlags(backend), '--no-metrics', '--no-loki-enabled'])
+    const child = spawn(PYTHON, [
+      join(INTEROP, 'tg_config_service.py'),
+      ...processorFlags(backend),
+      '--no-metrics',
+      '--no-loki-enabled',
+    ])
     let log = ''
     const onData = (d: Buffer) => {
       log += d
@@ -63,7 +70,10 @@ export interface AgentTool {
 }
 
 /** Runs the commands in order through TrustGraph's clients; one result object per command. */
-export function trustgraphConfig(commands: TgConfigCommand[], backend: TgBackend = 'rabbitmq'): Promise<Record<string, unknown>[]> {
+export function trustgraphConfig(
+  commands: TgConfigCommand[],
+  backend: TgBackend = 'rabbitmq',
+): Promise<Record<string, unknown>[]> {
   return new Promise((resolve, reject) => {
     const child = spawn(PYTHON, [join(INTEROP, 'tg_config.py'), ...clientFlags(backend)])
     let stdout = ''
@@ -73,14 +83,21 @@ export function trustgraphConfig(commands: TgConfigCommand[], backend: TgBackend
     child.on('error', reject)
     child.on('close', (code) => {
       if (code !== 0) return reject(new Error(`tg_config.py exited ${code}: ${stderr.slice(-2000)}`))
-      resolve(stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>))
+      resolve(
+        stdout
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as Record<string, unknown>),
+      )
     })
     child.stdin.end(commands.map((c) => JSON.stringify(c)).join('\n') + '\n')
   })
 }
 
 /** What TrustGraph's ReAct agent loads from the configuration service: workspace -> tool name -> tool. */
-export async function agentTools(backend: TgBackend = 'rabbitmq'): Promise<{ workspaces: Record<string, Record<string, AgentTool>>; errors: string[] }> {
+export async function agentTools(
+  backend: TgBackend = 'rabbitmq',
+): Promise<{ workspaces: Record<string, Record<string, AgentTool>>; errors: string[] }> {
   const [result] = await trustgraphConfig([{ op: 'agent-tools' }], backend)
   if (result!.error) throw new Error(String(result!.error))
   return result as { workspaces: Record<string, Record<string, AgentTool>>; errors: string[] }

@@ -52,8 +52,10 @@ export function trustgraphClientCalls(
     const child = spawn(PYTHON, [
       join(INTEROP, 'tg_client.py'),
       ...backendArgs,
-      '--request-queue', queues.requestQueue,
-      '--response-queue', queues.responseQueue,
+      '--request-queue',
+      queues.requestQueue,
+      '--response-queue',
+      queues.responseQueue,
     ])
     let stdout = ''
     let stderr = ''
@@ -62,7 +64,12 @@ export function trustgraphClientCalls(
     child.on('error', reject)
     child.on('close', (code) => {
       if (code !== 0) return reject(new Error(`tg_client.py exited ${code}: ${stderr.slice(-2000)}`))
-      resolve(stdout.trim().split('\n').map((line) => JSON.parse(line) as TgResult))
+      resolve(
+        stdout
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as TgResult),
+      )
     })
     child.stdin.end(calls.map((c) => JSON.stringify(c)).join('\n') + '\n')
   })
@@ -73,8 +80,10 @@ export function startTrustgraphJokeService(): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
     const child = spawn(PYTHON, [
       join(INTEROP, 'tg_joke_service.py'),
-      '--pubsub-backend', 'rabbitmq',
-      '--rabbitmq-host', '127.0.0.1',
+      '--pubsub-backend',
+      'rabbitmq',
+      '--rabbitmq-host',
+      '127.0.0.1',
       '--no-metrics',
       '--no-loki-enabled',
     ])

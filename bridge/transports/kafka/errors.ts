@@ -42,7 +42,9 @@ export function isRefusal(err: unknown): boolean {
   if (findErrorBy(error, 'apiId', 'CLUSTER_AUTHORIZATION_FAILED') !== null) return true
   if (findErrorBy(error, 'apiId', 'TOPIC_AUTHORIZATION_FAILED') !== null) return true
   if (findErrorBy(error, 'apiId', 'GROUP_AUTHORIZATION_FAILED') !== null) return true
-  return /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(describeKafkaError(err) + ((err as NodeJS.ErrnoException)?.code ?? ''))
+  return /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(
+    describeKafkaError(err) + ((err as NodeJS.ErrnoException)?.code ?? ''),
+  )
 }
 
 /** The metadata of a topic that does not exist. */

@@ -37,7 +37,14 @@ import type { MessageToProduce, SASLMechanismValue } from '@platformatic/kafka'
 import { isToolbridgeError, ToolbridgeError } from '../../../shared/errors.ts'
 import { kafkaTopic, parseQueueName } from '../../../shared/queues.ts'
 import { silentLogger, type Logger } from '../../support/logger.ts'
-import { BROKER_CONNECT_RETRY, BROKER_RECONNECT_RETRY, createRetry, RetriesExhaustedError, type Retrier, type RetryOptions } from '../../support/retry.ts'
+import {
+  BROKER_CONNECT_RETRY,
+  BROKER_RECONNECT_RETRY,
+  createRetry,
+  RetriesExhaustedError,
+  type Retrier,
+  type RetryOptions,
+} from '../../support/retry.ts'
 import { describeKafkaError, isRefusal, isTooLarge, isTopicAlreadyThere, isUnknownTopic } from './errors.ts'
 import { TopicReader, type ClientOptions } from './reader.ts'
 import { parseKafkaUrl, type KafkaConnection } from './url.ts'
@@ -52,7 +59,6 @@ const RETENTION_MS = { flow: 7 * 24 * 60 * 60 * 1000, other: 5 * 60 * 1000 }
 const PUBLISH_RETRY_MS = 250
 /** A created topic must show up in the metadata within this long. */
 const TOPIC_VISIBLE_TIMEOUT_MS = 10_000
-
 
 export interface KafkaTransportOptions {
   logger?: Logger
@@ -121,7 +127,11 @@ export class KafkaTransport implements Transport {
     this.client = {
       clientId: options.clientId ?? 'toolbridge',
       bootstrapBrokers: brokers,
-      ...(sasl ? { sasl: { mechanism: sasl.mechanism as SASLMechanismValue, username: sasl.username, password: sasl.password } } : {}),
+      ...(sasl
+        ? {
+            sasl: { mechanism: sasl.mechanism as SASLMechanismValue, username: sasl.username, password: sasl.password },
+          }
+        : {}),
       ...(tls ? { tls } : {}),
       connectTimeout: 5_000,
       // Each operation retries a few times quickly; beyond that the transport's own retries take over.
@@ -149,20 +159,29 @@ export class KafkaTransport implements Transport {
           try {
             await admin.metadata({ topics: [] })
           } catch (err) {
-            if (isRefusal(err)) bail(new ToolbridgeError('config', `${this.address}: the broker refused the connection: ${this.scrub(err)}`))
+            if (isRefusal(err))
+              bail(
+                new ToolbridgeError('config', `${this.address}: the broker refused the connection: ${this.scrub(err)}`),
+              )
             throw err
           }
         },
         {
           onRetry: (err, retryCount, retryTime) =>
-            this.logger.warn({ broker: this.address, retry: retryCount + 1, inMs: retryTime, err: this.scrub(err) }, 'cannot connect to Kafka; retrying'),
+            this.logger.warn(
+              { broker: this.address, retry: retryCount + 1, inMs: retryTime, err: this.scrub(err) },
+              'cannot connect to Kafka; retrying',
+            ),
         },
       )
     } catch (err) {
       await admin.close().catch(() => {})
       if (isToolbridgeError(err) && !(err instanceof RetriesExhaustedError)) throw err
       const cause = err instanceof RetriesExhaustedError ? err.cause : err
-      throw new ToolbridgeError('unavailable', `cannot connect to Kafka at ${this.address}: ${this.scrub(cause)}`, { cause, retriable: true })
+      throw new ToolbridgeError('unavailable', `cannot connect to Kafka at ${this.address}: ${this.scrub(cause)}`, {
+        cause,
+        retriable: true,
+      })
     }
     this.admin = admin
     const producer = new Producer<Buffer, Buffer, string, string>({
@@ -186,19 +205,35 @@ export class KafkaTransport implements Transport {
 
   async subscribe(queue: string, onDelivery: OnDelivery): Promise<Consumer> {
     // A group of its own, as TrustGraph's `<subscription>-<uuid>` response groups.
-    return this.read(queue, `toolbridge-response-${crypto.randomUUID()}`, 'subscriber', Number.POSITIVE_INFINITY, onDelivery)
+    return this.read(
+      queue,
+      `toolbridge-response-${crypto.randomUUID()}`,
+      'subscriber',
+      Number.POSITIVE_INFINITY,
+      onDelivery,
+    )
   }
 
   async publish(queue: string, body: Uint8Array, properties: Properties): Promise<void> {
     const producer = this.producer
-    if (!producer || this.closed) throw this.closed ? this.closedError() : new ToolbridgeError('unavailable', `${this.address}: not connected`, { retriable: true })
+    if (!producer || this.closed)
+      throw this.closed
+        ? this.closedError()
+        : new ToolbridgeError('unavailable', `${this.address}: not connected`, { retriable: true })
     if (body.byteLength > this.maxMessageBytes) {
-      throw new ToolbridgeError('too-large', `message of ${body.byteLength} bytes is over Kafka's limit of ${this.maxMessageBytes} (TrustGraph's producer limit)`)
+      throw new ToolbridgeError(
+        'too-large',
+        `message of ${body.byteLength} bytes is over Kafka's limit of ${this.maxMessageBytes} (TrustGraph's producer limit)`,
+      )
     }
     const route = this.route(queue)
     const ensured = this.topics.get(route.topic)
     await (ensured ?? this.ensureTopic(route))
-    const message: MessageToProduce<Buffer, Buffer, string, string> = { topic: route.topic, value: asBuffer(body), headers: properties }
+    const message: MessageToProduce<Buffer, Buffer, string, string> = {
+      topic: route.topic,
+      value: asBuffer(body),
+      headers: properties,
+    }
     const deadline = Date.now() + this.waitForConnectionMs
     for (;;) {
       try {
@@ -227,7 +262,11 @@ export class KafkaTransport implements Transport {
     if (!route) {
       const name = parseQueueName(queue)
       const flow = name.cls === 'flow'
-      route = { topic: kafkaTopic(name), acks: flow ? ProduceAcks.ALL : ProduceAcks.LEADER, retentionMs: flow ? RETENTION_MS.flow : RETENTION_MS.other }
+      route = {
+        topic: kafkaTopic(name),
+        acks: flow ? ProduceAcks.ALL : ProduceAcks.LEADER,
+        retentionMs: flow ? RETENTION_MS.flow : RETENTION_MS.other,
+      }
       this.routes.set(queue, route)
     }
     return route
@@ -259,12 +298,18 @@ export class KafkaTransport implements Transport {
       this.logger.info({ broker: this.address, topic, partitions: this.partitions }, 'created Kafka topic')
     } catch (err) {
       if (!isTopicAlreadyThere(err)) {
-        throw new ToolbridgeError('unavailable', `cannot create Kafka topic ${topic}: ${this.scrub(err)}`, { cause: err, retriable: !isRefusal(err) })
+        throw new ToolbridgeError('unavailable', `cannot create Kafka topic ${topic}: ${this.scrub(err)}`, {
+          cause: err,
+          retriable: !isRefusal(err),
+        })
       }
     }
     const deadline = Date.now() + TOPIC_VISIBLE_TIMEOUT_MS
     while (!(await this.topicExists(admin, topic))) {
-      if (Date.now() > deadline) throw new ToolbridgeError('unavailable', `Kafka topic ${topic} was created but is not visible`, { retriable: true })
+      if (Date.now() > deadline)
+        throw new ToolbridgeError('unavailable', `Kafka topic ${topic} was created but is not visible`, {
+          retriable: true,
+        })
       await sleep(100)
     }
   }
@@ -275,7 +320,10 @@ export class KafkaTransport implements Transport {
       return metadata.topics.get(topic)?.partitions.every((p) => p.leader >= 0) ?? false
     } catch (err) {
       if (isUnknownTopic(err) || findErrorBy(err as Error, 'apiId', 'LEADER_NOT_AVAILABLE')) return false
-      throw new ToolbridgeError('unavailable', `cannot look up Kafka topic ${topic}: ${this.scrub(err)}`, { cause: err, retriable: !isRefusal(err) })
+      throw new ToolbridgeError('unavailable', `cannot look up Kafka topic ${topic}: ${this.scrub(err)}`, {
+        cause: err,
+        retriable: !isRefusal(err),
+      })
     }
   }
 
@@ -308,10 +356,14 @@ export class KafkaTransport implements Transport {
       await reader.start()
     } catch (err) {
       await reader.shutdown()
-      throw new ToolbridgeError('unavailable', `cannot consume Kafka topic ${route.topic} in group ${groupId}: ${this.scrub(err)}`, {
-        cause: err,
-        retriable: !isRefusal(err),
-      })
+      throw new ToolbridgeError(
+        'unavailable',
+        `cannot consume Kafka topic ${route.topic} in group ${groupId}: ${this.scrub(err)}`,
+        {
+          cause: err,
+          retriable: !isRefusal(err),
+        },
+      )
     }
     if (this.closed) {
       await reader.shutdown()

@@ -217,7 +217,11 @@ export class TopicReader {
       stream = await consumer.consume({
         topics: [topic],
         autocommit: false,
-        mode: this.competing ? MessagesStreamModes.COMMITTED : resume ? MessagesStreamModes.MANUAL : MessagesStreamModes.LATEST,
+        mode: this.competing
+          ? MessagesStreamModes.COMMITTED
+          : resume
+            ? MessagesStreamModes.MANUAL
+            : MessagesStreamModes.LATEST,
         fallbackMode: MessagesStreamFallbackModes.LATEST,
         offsets: resume ? [...this.positions].map(([partition, offset]) => ({ topic, partition, offset })) : undefined,
       })
@@ -242,7 +246,10 @@ export class TopicReader {
     this.newGeneration()
     stream.on('data', (message: KafkaMessage) => this.receive(consumer, message))
     stream.on('error', (err: Error) =>
-      this.logger.warn({ broker: this.options.address, topic, group: groupId, err: describeKafkaError(err) }, 'Kafka consumer stream failed'),
+      this.logger.warn(
+        { broker: this.options.address, topic, group: groupId, err: describeKafkaError(err) },
+        'Kafka consumer stream failed',
+      ),
     )
     stream.on('close', () => this.lost(consumer, new Error('the consumer stream closed')))
     if (this.stopped || this.paused) stream.pause()
@@ -263,7 +270,10 @@ export class TopicReader {
     if (this.stopped) return
     const { topic, groupId, address } = this.options
     const started = Date.now()
-    this.logger.warn({ broker: address, topic, group: groupId, err: describeKafkaError(err) }, 'lost the Kafka consumer; reconnecting')
+    this.logger.warn(
+      { broker: address, topic, group: groupId, err: describeKafkaError(err) },
+      'lost the Kafka consumer; reconnecting',
+    )
     this.options
       .reconnectRetry(
         async (bail) => {
@@ -274,19 +284,32 @@ export class TopicReader {
           signal: this.aborter.signal,
           onRetry: (error, retryCount, retryTime) =>
             this.logger.warn(
-              { broker: address, topic, group: groupId, retry: retryCount + 1, inMs: retryTime, err: describeKafkaError(error) },
+              {
+                broker: address,
+                topic,
+                group: groupId,
+                retry: retryCount + 1,
+                inMs: retryTime,
+                err: describeKafkaError(error),
+              },
               'cannot consume from Kafka yet; retrying',
             ),
         },
       )
       .then(
         () => {
-          this.logger.info({ broker: address, topic, group: groupId, afterMs: Date.now() - started }, 'consuming from Kafka again')
+          this.logger.info(
+            { broker: address, topic, group: groupId, afterMs: Date.now() - started },
+            'consuming from Kafka again',
+          )
           this.options.onReconnect?.()
         },
         (error: unknown) => {
           if (!this.closed && !this.stopped) {
-            this.logger.error({ broker: address, topic, group: groupId, err: describeKafkaError(error) }, 'gave up consuming from Kafka')
+            this.logger.error(
+              { broker: address, topic, group: groupId, err: describeKafkaError(error) },
+              'gave up consuming from Kafka',
+            )
           }
         },
       )
@@ -321,12 +344,18 @@ export class TopicReader {
       this.paused = true
       this.stream?.pause()
     }
-    const delivery = deliveryOf({ body: message.value ?? EMPTY, properties: toProperties(message.headers), redelivered }, (ack) => {
-      this.release()
-      if (!ack) this.redeliverLater(message, tracked)
-      else if (tracked) this.finished(tracked.state, tracked.record, tracked.generation)
+    const delivery = deliveryOf(
+      { body: message.value ?? EMPTY, properties: toProperties(message.headers), redelivered },
+      (ack) => {
+        this.release()
+        if (!ack) this.redeliverLater(message, tracked)
+        else if (tracked) this.finished(tracked.state, tracked.record, tracked.generation)
+      },
+    )
+    handOver(this.options.onDelivery, delivery, this.logger, {
+      broker: this.options.address,
+      topic: this.options.topic,
     })
-    handOver(this.options.onDelivery, delivery, this.logger, { broker: this.options.address, topic: this.options.topic })
   }
 
   private release(): void {
@@ -339,7 +368,10 @@ export class TopicReader {
   }
 
   /** Kafka cannot give one record back: hand it out again here, unless its partition has moved on. */
-  private redeliverLater(message: KafkaMessage, tracked: { state: PartitionState; record: TrackedRecord; generation: number } | undefined): void {
+  private redeliverLater(
+    message: KafkaMessage,
+    tracked: { state: PartitionState; record: TrackedRecord; generation: number } | undefined,
+  ): void {
     if (this.closed) return
     const timer = setTimeout(() => {
       this.timers.delete(timer)
@@ -366,26 +398,36 @@ export class TopicReader {
     state.wanted = undefined
     state.committing = true
     const { topic } = this.options
-    const done = consumer.commit({ offsets: [{ topic, partition: state.partition, offset: point.offset, leaderEpoch: point.leaderEpoch }] }).then(
-      () => {
-        state.committing = false
-        this.commit(state, generation)
-      },
-      (err: unknown) => {
-        state.committing = false
-        if (generation !== this.generation || this.closed) return
-        this.logger.warn(
-          { broker: this.options.address, topic, partition: state.partition, offset: String(point.offset), err: describeKafkaError(err) },
-          'Kafka offset commit failed; retrying',
-        )
-        state.wanted ??= point
-        const timer = setTimeout(() => {
-          this.timers.delete(timer)
+    const done = consumer
+      .commit({
+        offsets: [{ topic, partition: state.partition, offset: point.offset, leaderEpoch: point.leaderEpoch }],
+      })
+      .then(
+        () => {
+          state.committing = false
           this.commit(state, generation)
-        }, COMMIT_RETRY_MS)
-        this.timers.add(timer)
-      },
-    )
+        },
+        (err: unknown) => {
+          state.committing = false
+          if (generation !== this.generation || this.closed) return
+          this.logger.warn(
+            {
+              broker: this.options.address,
+              topic,
+              partition: state.partition,
+              offset: String(point.offset),
+              err: describeKafkaError(err),
+            },
+            'Kafka offset commit failed; retrying',
+          )
+          state.wanted ??= point
+          const timer = setTimeout(() => {
+            this.timers.delete(timer)
+            this.commit(state, generation)
+          }, COMMIT_RETRY_MS)
+          this.timers.add(timer)
+        },
+      )
     this.commits.add(done)
     void done.finally(() => this.commits.delete(done))
   }

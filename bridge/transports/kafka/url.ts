@@ -62,7 +62,8 @@ function parseHost(spec: string): { host: string; port: number } {
 }
 
 function oneOf<T extends string>(option: string, value: string, allowed: readonly T[]): T {
-  if (!(allowed as readonly string[]).includes(value)) fail(`${option}: "${value}" must be one of ${allowed.join(', ')}`)
+  if (!(allowed as readonly string[]).includes(value))
+    fail(`${option}: "${value}" must be one of ${allowed.join(', ')}`)
   return value as T
 }
 
@@ -78,11 +79,15 @@ export function parseKafkaUrl(broker: string): KafkaConnection {
   const match = KAFKA_URL.exec(broker)
   if (!match) return fail('expected kafka://host:9092[,host2:9092][?options]')
   const [, userinfo, hostList, queryText] = match as unknown as [string, string | undefined, string, string | undefined]
-  const brokers = hostList.split(',').filter((s) => s !== '').map(parseHost)
+  const brokers = hostList
+    .split(',')
+    .filter((s) => s !== '')
+    .map(parseHost)
   if (brokers.length === 0) fail('no bootstrap server given')
   const query = new URLSearchParams(queryText ?? '')
   for (const name of query.keys()) {
-    if (!(OPTIONS as readonly string[]).includes(name)) fail(`unknown option "${name}" (options: ${OPTIONS.join(', ')})`)
+    if (!(OPTIONS as readonly string[]).includes(name))
+      fail(`unknown option "${name}" (options: ${OPTIONS.join(', ')})`)
   }
 
   let username: string | undefined
@@ -97,9 +102,12 @@ export function parseKafkaUrl(broker: string): KafkaConnection {
   const usesSasl = securityProtocol.startsWith('SASL_')
   const usesTls = securityProtocol.endsWith('SSL')
 
-  if (usesSasl && !username) fail(`security_protocol ${securityProtocol} needs a user and password: kafka://user:password@host:9092`)
-  if (!usesSasl && username !== undefined) fail(`a user in the URL needs security_protocol SASL_PLAINTEXT or SASL_SSL, not ${securityProtocol}`)
-  if (!usesSasl && query.has('sasl_mechanism')) fail(`sasl_mechanism needs security_protocol SASL_PLAINTEXT or SASL_SSL`)
+  if (usesSasl && !username)
+    fail(`security_protocol ${securityProtocol} needs a user and password: kafka://user:password@host:9092`)
+  if (!usesSasl && username !== undefined)
+    fail(`a user in the URL needs security_protocol SASL_PLAINTEXT or SASL_SSL, not ${securityProtocol}`)
+  if (!usesSasl && query.has('sasl_mechanism'))
+    fail(`sasl_mechanism needs security_protocol SASL_PLAINTEXT or SASL_SSL`)
   const mechanism = oneOf('sasl_mechanism', (query.get('sasl_mechanism') ?? 'PLAIN').toUpperCase(), SASL_MECHANISMS)
 
   let tls: TlsOptions | undefined

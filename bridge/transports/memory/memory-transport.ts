@@ -190,7 +190,10 @@ export class MemoryBroker {
     const subscriptions = this.queues.get(this.key(queue))
     if (!subscriptions) return
     for (const [name, subscription] of subscriptions) {
-      if (subscription.backlog.length >= this.limits.maxMessages || subscription.backlogBytes + body.byteLength > this.limits.maxBytes) {
+      if (
+        subscription.backlog.length >= this.limits.maxMessages ||
+        subscription.backlogBytes + body.byteLength > this.limits.maxBytes
+      ) {
         throw new ToolbridgeError(
           'unavailable',
           `embedded broker: ${queue} (${name}) already holds ${subscription.backlog.length} messages, ${subscription.backlogBytes} bytes, undelivered; try again later`,

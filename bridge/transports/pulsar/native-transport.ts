@@ -125,7 +125,10 @@ export class NativePulsarTransport implements Transport {
     if (this.client) return
     const loaded = await loadNativePulsar()
     if (!loaded.ok) {
-      throw new ToolbridgeError('config', `--pulsar-client native: ${loaded.reason}; the built-in client (the default) needs nothing native`)
+      throw new ToolbridgeError(
+        'config',
+        `--pulsar-client native: ${loaded.reason}; the built-in client (the default) needs nothing native`,
+      )
     }
     const { serviceUrl, tls } = parsePulsarUrl(this.broker)
     const { Client, AuthenticationToken } = loaded.pulsar
@@ -144,28 +147,53 @@ export class NativePulsarTransport implements Transport {
           : {}),
       })
     } catch (err) {
-      throw new ToolbridgeError('config', `cannot create a native Pulsar client for ${this.address}: ${messageOf(err)}`, { cause: err })
+      throw new ToolbridgeError(
+        'config',
+        `cannot create a native Pulsar client for ${this.address}: ${messageOf(err)}`,
+        { cause: err },
+      )
     }
   }
 
   async consume(queue: string, options: ConsumeOptions, onDelivery: OnDelivery): Promise<Consumer> {
-    return this.attach(queue, options.subscription, 'Shared', Math.max(MIN_RECEIVER_QUEUE, options.concurrency), options.concurrency, onDelivery)
+    return this.attach(
+      queue,
+      options.subscription,
+      'Shared',
+      Math.max(MIN_RECEIVER_QUEUE, options.concurrency),
+      options.concurrency,
+      onDelivery,
+    )
   }
 
   async subscribe(queue: string, onDelivery: OnDelivery): Promise<Consumer> {
-    return this.attach(queue, `toolbridge-${randomUUID()}`, 'Exclusive', MIN_RECEIVER_QUEUE, MIN_RECEIVER_QUEUE, onDelivery)
+    return this.attach(
+      queue,
+      `toolbridge-${randomUUID()}`,
+      'Exclusive',
+      MIN_RECEIVER_QUEUE,
+      MIN_RECEIVER_QUEUE,
+      onDelivery,
+    )
   }
 
   async publish(queue: string, body: Uint8Array, properties: Properties): Promise<void> {
     if (body.byteLength > this.maxMessageBytes) {
-      throw new ToolbridgeError('too-large', `a message of ${body.byteLength} bytes for ${queue} is over Pulsar's limit of ${this.maxMessageBytes} bytes`)
+      throw new ToolbridgeError(
+        'too-large',
+        `a message of ${body.byteLength} bytes for ${queue} is over Pulsar's limit of ${this.maxMessageBytes} bytes`,
+      )
     }
     const topic = pulsarTopic(parseQueueName(queue))
     const producer = await this.producer(topic)
     try {
       await producer.send({ data: asBuffer(body), properties })
     } catch (err) {
-      throw new ToolbridgeError('unavailable', `Pulsar (native client) did not take the message for ${topic}: ${messageOf(err)}`, { cause: err, retriable: true })
+      throw new ToolbridgeError(
+        'unavailable',
+        `Pulsar (native client) did not take the message for ${topic}: ${messageOf(err)}`,
+        { cause: err, retriable: true },
+      )
     }
   }
 
@@ -213,10 +241,15 @@ export class NativePulsarTransport implements Transport {
         subscriptionType,
         subscriptionInitialPosition: 'Latest',
         receiverQueueSize,
-        listener: (message: NativeMessage, from: NativeConsumer) => gate.admit(() => this.deliver(message, from, gate, onDelivery)),
+        listener: (message: NativeMessage, from: NativeConsumer) =>
+          gate.admit(() => this.deliver(message, from, gate, onDelivery)),
       })
     } catch (err) {
-      throw new ToolbridgeError('unavailable', `cannot subscribe ${subscription} on ${topic} (native client): ${messageOf(err)}`, { cause: err, retriable: true })
+      throw new ToolbridgeError(
+        'unavailable',
+        `cannot subscribe ${subscription} on ${topic} (native client): ${messageOf(err)}`,
+        { cause: err, retriable: true },
+      )
     }
     this.consumers.add(consumer)
     return {
@@ -230,7 +263,11 @@ export class NativePulsarTransport implements Transport {
 
   private deliver(message: NativeMessage, consumer: NativeConsumer, gate: Gate, onDelivery: OnDelivery): void {
     const delivery = deliveryOf(
-      { body: message.getData(), properties: plainProperties(message.getProperties()), redelivered: message.getRedeliveryCount() > 0 },
+      {
+        body: message.getData(),
+        properties: plainProperties(message.getProperties()),
+        redelivered: message.getRedeliveryCount() > 0,
+      },
       (ack) => {
         gate.release()
         try {

@@ -34,7 +34,14 @@ import { ToolbridgeError } from '../../../shared/errors.ts'
 import { parseQueueName, pulsarTopic } from '../../../shared/queues.ts'
 import { silentLogger, type Logger } from '../../support/logger.ts'
 import { BROKER_CONNECT_RETRY, createRetry, RetriesExhaustedError, type RetryOptions } from '../../support/retry.ts'
-import { isPulsarError, PulsarClient, type ClientLogger, type Consumer, type Message, type Producer } from '../../../lib/pulsar-client/index.ts'
+import {
+  isPulsarError,
+  PulsarClient,
+  type ClientLogger,
+  type Consumer,
+  type Message,
+  type Producer,
+} from '../../../lib/pulsar-client/index.ts'
 import { closedError, deliveryOf, handOver, redact, scrubber } from '../edge.ts'
 import type { ConsumeOptions, Consumer as TransportConsumer, OnDelivery, Properties, Transport } from '../transport.ts'
 import { parsePulsarUrl } from './url.ts'
@@ -43,7 +50,6 @@ import { parsePulsarUrl } from './url.ts'
 export const PULSAR_MAX_MESSAGE_BYTES = 5 * 1024 * 1024
 /** Permits per consumer: non-persistent topics drop what arrives without one. */
 export const MIN_RECEIVER_QUEUE = 1000
-
 
 export interface PulsarSettings {
   /** Token for Pulsar's token authentication. */
@@ -126,21 +132,30 @@ export class PulsarTransport implements Transport {
       },
       {
         onRetry: (err, retryCount, retryTime) =>
-          this.logger.warn({ broker: this.address, retry: retryCount + 1, inMs: retryTime, err: this.scrub(err) }, 'cannot connect to Pulsar; retrying'),
+          this.logger.warn(
+            { broker: this.address, retry: retryCount + 1, inMs: retryTime, err: this.scrub(err) },
+            'cannot connect to Pulsar; retrying',
+          ),
       },
     ).catch((err: unknown) => {
-      throw err instanceof RetriesExhaustedError ? this.toError(err.cause, `cannot connect to Pulsar at ${this.address}`) : err
+      throw err instanceof RetriesExhaustedError
+        ? this.toError(err.cause, `cannot connect to Pulsar at ${this.address}`)
+        : err
     })
   }
 
   async consume(queue: string, options: ConsumeOptions, onDelivery: OnDelivery): Promise<TransportConsumer> {
-    const consumer = await this.subscribeTo(queue, {
-      subscription: options.subscription,
-      subscriptionType: 'Shared',
-      receiverQueueSize: Math.max(MIN_RECEIVER_QUEUE, options.concurrency),
-      maxUnacked: options.concurrency,
-      durable: true,
-    }, onDelivery)
+    const consumer = await this.subscribeTo(
+      queue,
+      {
+        subscription: options.subscription,
+        subscriptionType: 'Shared',
+        receiverQueueSize: Math.max(MIN_RECEIVER_QUEUE, options.concurrency),
+        maxUnacked: options.concurrency,
+        durable: true,
+      },
+      onDelivery,
+    )
     this.requestConsumers.add(consumer)
     return {
       close: () => {
@@ -158,19 +173,26 @@ export class PulsarTransport implements Transport {
   }
 
   async subscribe(queue: string, onDelivery: OnDelivery): Promise<TransportConsumer> {
-    const consumer = await this.subscribeTo(queue, {
-      subscription: `toolbridge-${randomUUID()}`,
-      subscriptionType: 'Exclusive',
-      receiverQueueSize: MIN_RECEIVER_QUEUE,
-      maxUnacked: MIN_RECEIVER_QUEUE,
-      durable: false,
-    }, onDelivery)
+    const consumer = await this.subscribeTo(
+      queue,
+      {
+        subscription: `toolbridge-${randomUUID()}`,
+        subscriptionType: 'Exclusive',
+        receiverQueueSize: MIN_RECEIVER_QUEUE,
+        maxUnacked: MIN_RECEIVER_QUEUE,
+        durable: false,
+      },
+      onDelivery,
+    )
     return { close: () => consumer.close() }
   }
 
   async publish(queue: string, body: Uint8Array, properties: Properties): Promise<void> {
     if (body.byteLength > this.maxMessageBytes) {
-      throw new ToolbridgeError('too-large', `a message of ${body.byteLength} bytes for ${queue} is over Pulsar's limit of ${this.maxMessageBytes} bytes`)
+      throw new ToolbridgeError(
+        'too-large',
+        `a message of ${body.byteLength} bytes for ${queue} is over Pulsar's limit of ${this.maxMessageBytes} bytes`,
+      )
     }
     const topic = this.topicOf(queue)
     const producer = this.producers.get(topic) ?? (await this.producerFor(topic))
@@ -200,7 +222,13 @@ export class PulsarTransport implements Transport {
 
   private async subscribeTo(
     queue: string,
-    options: { subscription: string; subscriptionType: 'Shared' | 'Exclusive'; receiverQueueSize: number; maxUnacked: number; durable: boolean },
+    options: {
+      subscription: string
+      subscriptionType: 'Shared' | 'Exclusive'
+      receiverQueueSize: number
+      maxUnacked: number
+      durable: boolean
+    },
     onDelivery: OnDelivery,
   ): Promise<Consumer> {
     if (this.closed) throw this.closedError()
@@ -211,7 +239,8 @@ export class PulsarTransport implements Transport {
         ...options,
         initialPosition: 'Latest',
         listener: (message) => this.deliver(topic, message, onDelivery),
-        onError: (err) => this.logger.warn({ broker: this.address, topic, err: err.message }, 'Pulsar message not delivered'),
+        onError: (err) =>
+          this.logger.warn({ broker: this.address, topic, err: err.message }, 'Pulsar message not delivered'),
       })
     } catch (err) {
       throw this.toError(err, `cannot subscribe ${options.subscription} on ${topic}`)
@@ -252,7 +281,8 @@ export class PulsarTransport implements Transport {
     const message = `${what}: ${this.scrub(err)}`
     if (isPulsarError(err)) {
       if (err.code === 'MessageTooBig') return new ToolbridgeError('too-large', message, { cause: err })
-      if (err.code === 'AuthenticationError' || err.code === 'AuthorizationError') return new ToolbridgeError('config', message, { cause: err })
+      if (err.code === 'AuthenticationError' || err.code === 'AuthorizationError')
+        return new ToolbridgeError('config', message, { cause: err })
       // A certificate or service URL that does not work will not work on the next try either.
       if (err.code === 'ConnectError' && !err.retriable) return new ToolbridgeError('config', message, { cause: err })
       return new ToolbridgeError('unavailable', message, { cause: err, retriable: err.retriable })

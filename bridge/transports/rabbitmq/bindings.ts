@@ -134,7 +134,10 @@ export class Bindings {
         pending.map((binding) =>
           this.attach(binding, session).catch((err: unknown) => {
             if (!session.alive) throw err
-            this.logger.error({ broker: this.address, err: this.scrub(err) }, `cannot restore the consumer of ${binding.description}`)
+            this.logger.error(
+              { broker: this.address, err: this.scrub(err) },
+              `cannot restore the consumer of ${binding.description}`,
+            )
           }),
         ),
       )
@@ -173,13 +176,19 @@ export class Bindings {
     try {
       channel = await session.model.createChannel()
     } catch (err) {
-      throw new ToolbridgeError('unavailable', `cannot open a channel: ${this.scrub(err)}`, { cause: err, retriable: true })
+      throw new ToolbridgeError('unavailable', `cannot open a channel: ${this.scrub(err)}`, {
+        cause: err,
+        retriable: true,
+      })
     }
     const attachment = new Attachment(channel)
     let channelError: Error | undefined
     channel.on('error', (err: Error) => {
       channelError = err
-      this.logger.warn({ broker: this.address, err: this.scrub(err) }, `RabbitMQ closed the channel of ${binding.description}`)
+      this.logger.warn(
+        { broker: this.address, err: this.scrub(err) },
+        `RabbitMQ closed the channel of ${binding.description}`,
+      )
     })
     channel.on('close', () => {
       attachment.open = false
@@ -190,7 +199,11 @@ export class Bindings {
       await channel.assertExchange(binding.exchange, 'fanout', EXCHANGE_OPTIONS)
       let queue: string
       if (binding.queue) {
-        await channel.assertQueue(binding.queue.name, { durable: binding.queue.durable, exclusive: false, autoDelete: false })
+        await channel.assertQueue(binding.queue.name, {
+          durable: binding.queue.durable,
+          exclusive: false,
+          autoDelete: false,
+        })
         queue = binding.queue.name
       } else {
         queue = (await channel.assertQueue('', SUBSCRIBER_QUEUE_OPTIONS)).queue
@@ -207,10 +220,14 @@ export class Bindings {
       if (binding.attachment === attachment) binding.attachment = undefined
       const cause = channelError ?? err
       const message = this.scrub(cause)
-      throw new ToolbridgeError('unavailable', `cannot consume from ${binding.description} (exchange ${binding.exchange}): ${message}`, {
-        cause,
-        retriable: !/PRECONDITION[-_]FAILED|ACCESS[-_]REFUSED/.test(message),
-      })
+      throw new ToolbridgeError(
+        'unavailable',
+        `cannot consume from ${binding.description} (exchange ${binding.exchange}): ${message}`,
+        {
+          cause,
+          retriable: !/PRECONDITION[-_]FAILED|ACCESS[-_]REFUSED/.test(message),
+        },
+      )
     }
     if (binding.closed) await this.cancel(attachment)
   }
@@ -221,7 +238,10 @@ export class Bindings {
       attachment.cancelled = true
       attachment.closeIfIdle()
       if (binding.closed || binding.attachment !== attachment) return
-      this.logger.warn({ broker: this.address }, `RabbitMQ cancelled the consumer of ${binding.description}; consuming again`)
+      this.logger.warn(
+        { broker: this.address },
+        `RabbitMQ cancelled the consumer of ${binding.description}; consuming again`,
+      )
       this.reattach(binding)
       return
     }
@@ -245,12 +265,19 @@ export class Bindings {
         attachment.closeIfIdle()
       },
     )
-    handOver(binding.onDelivery, delivery, this.logger, { broker: this.address }, `delivery handler of ${binding.description} threw`)
+    handOver(
+      binding.onDelivery,
+      delivery,
+      this.logger,
+      { broker: this.address },
+      `delivery handler of ${binding.description} threw`,
+    )
   }
 
   /** A consumer's channel closed while its connection stayed up (a channel error): consume again. */
   private attachmentClosed(binding: Binding, attachment: Attachment, session: Session): void {
-    if (binding.closed || binding.attachment !== attachment || !session.alive || this.connection.session !== session) return
+    if (binding.closed || binding.attachment !== attachment || !session.alive || this.connection.session !== session)
+      return
     this.reattach(binding)
   }
 
@@ -258,7 +285,10 @@ export class Bindings {
     binding.session = undefined
     binding.attachment = undefined
     this.attachSomewhere(binding, Date.now() + this.waitForConnectionMs).catch((err: unknown) =>
-      this.logger.error({ broker: this.address, err: this.scrub(err) }, `cannot consume from ${binding.description} again`),
+      this.logger.error(
+        { broker: this.address, err: this.scrub(err) },
+        `cannot consume from ${binding.description} again`,
+      ),
     )
   }
 

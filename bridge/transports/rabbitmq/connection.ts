@@ -49,7 +49,7 @@ interface Waiter {
 function refusal(err: unknown, message: string): string | undefined {
   if (/ACCESS[-_]REFUSED|NOT[-_]ALLOWED|\b403\b|\b530\b/.test(message)) return 'the broker refused the login'
   const code = (err as NodeJS.ErrnoException | undefined)?.code ?? ''
-  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code)) return 'the broker\'s TLS certificate was not accepted'
+  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code)) return "the broker's TLS certificate was not accepted"
   return undefined
 }
 
@@ -129,14 +129,21 @@ export class RabbitConnection {
       const waiter: Waiter = {
         resolve,
         reject,
-        timer: setTimeout(() => {
-          this.waiters.delete(waiter)
-          reject(
-            new ToolbridgeError('unavailable', `no connection to RabbitMQ at ${address} within ${waitForConnectionMs} ms`, {
-              retriable: true,
-            }),
-          )
-        }, Math.max(0, deadline - Date.now())),
+        timer: setTimeout(
+          () => {
+            this.waiters.delete(waiter)
+            reject(
+              new ToolbridgeError(
+                'unavailable',
+                `no connection to RabbitMQ at ${address} within ${waitForConnectionMs} ms`,
+                {
+                  retriable: true,
+                },
+              ),
+            )
+          },
+          Math.max(0, deadline - Date.now()),
+        ),
       }
       this.waiters.add(waiter)
     })
@@ -223,7 +230,8 @@ export class RabbitConnection {
           waiter.reject(error)
         }
         this.waiters.clear()
-        if (!this.isClosed && !initial) logger.error({ broker: address, err: error.message }, 'gave up reconnecting to RabbitMQ')
+        if (!this.isClosed && !initial)
+          logger.error({ broker: address, err: error.message }, 'gave up reconnecting to RabbitMQ')
         throw error
       },
     )

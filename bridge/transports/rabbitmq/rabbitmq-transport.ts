@@ -123,11 +123,15 @@ export class RabbitTransport implements Transport {
   async consume(queue: string, options: ConsumeOptions, onDelivery: OnDelivery): Promise<Consumer> {
     const name = parseQueueName(queue)
     const exchange = rabbitExchange(name)
-    return this.bindings.bind(new Binding(exchange, rabbitQueue(name, options.subscription), options.concurrency, onDelivery))
+    return this.bindings.bind(
+      new Binding(exchange, rabbitQueue(name, options.subscription), options.concurrency, onDelivery),
+    )
   }
 
   async subscribe(queue: string, onDelivery: OnDelivery): Promise<Consumer> {
-    return this.bindings.bind(new Binding(rabbitExchange(parseQueueName(queue)), undefined, SUBSCRIBER_PREFETCH, onDelivery))
+    return this.bindings.bind(
+      new Binding(rabbitExchange(parseQueueName(queue)), undefined, SUBSCRIBER_PREFETCH, onDelivery),
+    )
   }
 
   async publish(queue: string, body: Uint8Array, properties: Properties): Promise<void> {
@@ -143,7 +147,9 @@ export class RabbitTransport implements Transport {
     const options = hasAny(properties) ? { ...route.options, headers: properties } : route.options
     let deadline: number | undefined
     for (;;) {
-      const session = this.connection.session ?? (await this.connection.waitForSession((deadline ??= Date.now() + this.waitForConnectionMs)))
+      const session =
+        this.connection.session ??
+        (await this.connection.waitForSession((deadline ??= Date.now() + this.waitForConnectionMs)))
       try {
         return await this.publishOn(session, route.exchange, content, options)
       } catch (err) {
@@ -155,10 +161,14 @@ export class RabbitTransport implements Transport {
         // (docs/wire-contract.md#acknowledgement-and-delivery).
         deadline ??= Date.now() + this.waitForConnectionMs
         if (Date.now() > deadline) {
-          throw new ToolbridgeError('unavailable', `RabbitMQ at ${this.address} kept dropping the connection: ${this.scrub(err)}`, {
-            cause: err,
-            retriable: true,
-          })
+          throw new ToolbridgeError(
+            'unavailable',
+            `RabbitMQ at ${this.address} kept dropping the connection: ${this.scrub(err)}`,
+            {
+              cause: err,
+              retriable: true,
+            },
+          )
         }
       }
     }
@@ -229,7 +239,12 @@ export class RabbitTransport implements Transport {
     return declared
   }
 
-  private async publishOn(session: Session, exchange: string, content: Buffer, options: Options.Publish): Promise<void> {
+  private async publishOn(
+    session: Session,
+    exchange: string,
+    content: Buffer,
+    options: Options.Publish,
+  ): Promise<void> {
     const channel = session.publisher ?? (await this.publisher(session))
     if (!session.declared.has(exchange)) await this.declareExchange(session, exchange)
     await new Promise<void>((resolve, reject) => {

@@ -27,7 +27,10 @@ export function parseRabbitUrl(broker: string): { url: string; tls: SocketOption
     try {
       return readFileSync(path)
     } catch (err) {
-      throw new ConfigError('--broker', `${param}: cannot read "${path}": ${(err as NodeJS.ErrnoException).code ?? messageOf(err)}`)
+      throw new ConfigError(
+        '--broker',
+        `${param}: cannot read "${path}": ${(err as NodeJS.ErrnoException).code ?? messageOf(err)}`,
+      )
     }
   }
   if (url.protocol === 'amqps:') {

@@ -16,6 +16,8 @@ describe('tell-story', () => {
   })
 
   it('refuses too many sentences', async () => {
-    await expect(handler({ user: 'test', config: {}, arguments: { hero: 'Ada', sentences: 11 } }, {})).rejects.toThrow(/between 1 and 10/)
+    await expect(handler({ user: 'test', config: {}, arguments: { hero: 'Ada', sentences: 11 } }, {})).rejects.toThrow(
+      /between 1 and 10/,
+    )
   })
 })
