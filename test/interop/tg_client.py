@@ -11,6 +11,7 @@ Runs them all concurrently, then prints one JSON line per call, in order:
 import argparse
 import asyncio
 import json
+import os
 import sys
 
 from trustgraph.base.pubsub import get_async_pubsub
@@ -78,6 +79,11 @@ async def main():
         await client.close()
     for result in results:
         print(json.dumps(result))
+    sys.stdout.flush()
 
 
 asyncio.run(main())
+# Skip the interpreter's teardown: TrustGraph's Pulsar client (a C++ extension)
+# now and then aborts there ("terminate called without an active exception"),
+# after the answers are out; exiting here keeps its exit status honest.
+os._exit(0)

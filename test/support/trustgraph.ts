@@ -62,8 +62,8 @@ export function trustgraphClientCalls(
     child.stdout.on('data', (d: Buffer) => (stdout += d))
     child.stderr.on('data', (d: Buffer) => (stderr += d))
     child.on('error', reject)
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`tg_client.py exited ${code}: ${stderr.slice(-2000)}`))
+    child.on('close', (code, signal) => {
+      if (code !== 0) return reject(new Error(`tg_client.py exited ${code ?? `on ${signal}`}: ${stderr.slice(-2000)}`))
       resolve(
         stdout
           .trim()
