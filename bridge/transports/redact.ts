@@ -1,5 +1,8 @@
-/** Query parameters whose values are secrets, whatever the broker calls them. */
-const SECRET_PARAMETER = /pass|secret|token|key|auth|credential|sig/i
+/** Words that mark a query parameter's value as a secret, whatever the broker calls it. */
+const SECRET_WORDS = 'pass|secret|token|key|auth|credential|sig'
+const SECRET_PARAMETER = new RegExp(SECRET_WORDS, 'i')
+/** The same parameters in text that does not parse as a URL. */
+const SECRET_PARAMETER_IN_TEXT = new RegExp(`([?&][^=&]*(?:${SECRET_WORDS})[^=&]*=)[^&]*`, 'gi')
 
 /**
  * A broker URL fit for logs: a password replaced, a user name standing alone
@@ -11,9 +14,7 @@ export function redact(broker: string): string {
   try {
     url = new URL(broker)
   } catch {
-    return broker
-      .replace(/\/\/[^@/]*@/, '//***@')
-      .replace(/([?&][^=&]*(?:pass|secret|token|key|auth|credential|sig)[^=&]*=)[^&]*/gi, '$1***')
+    return broker.replace(/\/\/[^@/]*@/, '//***@').replace(SECRET_PARAMETER_IN_TEXT, '$1***')
   }
   if (url.password) url.password = '***'
   else if (url.username) url.username = '***'
