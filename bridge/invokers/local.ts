@@ -397,6 +397,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
           functionName: target.functionName,
           maxStreamBytes: this.maxStreamBytes,
           compileCacheDir: getCompileCacheDir(),
+          measureOffHeap: target.memoryMb !== undefined,
         },
         memoryMb: target.memoryMb,
         env: functionEnvironment(target, this.baseDir),

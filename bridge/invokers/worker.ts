@@ -23,6 +23,8 @@ export interface WorkerSetup {
   maxStreamBytes: number
   /** The bridge's compile cache, if it has one (worker-entry.js). */
   compileCacheDir: string | undefined
+  /** Whether the function has a memorySize to hold its off-heap memory to: only then is it measured after each call. */
+  measureOffHeap: boolean
 }
 
 export type ToWorker =
@@ -71,7 +73,8 @@ async function invoke(message: Extract<ToWorker, { type: 'invoke' }>): Promise<v
   }
   await chunks.flush()
   // Off-heap memory has no limit of its own in a worker: the main thread compares this with memorySize.
-  send({ ...ended, arrayBufferBytes: process.memoryUsage().arrayBuffers })
+  // process.memoryUsage() costs several µs a call, so only a function with a limit pays for it.
+  send({ ...ended, arrayBufferBytes: setup.measureOffHeap ? process.memoryUsage().arrayBuffers : 0 })
 }
 
 port.on('message', (message: ToWorker) => {
