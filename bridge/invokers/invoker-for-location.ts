@@ -95,14 +95,15 @@ export class LocationInvoker implements Invoker {
     target: FunctionTarget,
     use: <L extends FunctionLocation>(invoker: Invoker<L>, target: FunctionTarget<L>) => Promise<R>,
   ): Promise<R> {
-    const { location } = target
-    switch (location.kind) {
+    // The switch proves the kind; the target itself is the service's spec, and copying it to narrow its
+    // type would cost every request, so it is passed as it is.
+    switch (target.location.kind) {
       case 'handler':
-        return use(await this.handlers(), { ...target, location })
+        return use(await this.handlers(), target as FunctionTarget<HandlerLocation>)
       case 'lambda':
-        return use(await this.lambdas(), { ...target, location })
+        return use(await this.lambdas(), target as FunctionTarget<LambdaLocation>)
       case 'http':
-        return use(await this.http(), { ...target, location })
+        return use(await this.http(), target as FunctionTarget<HttpLocation>)
     }
   }
 
