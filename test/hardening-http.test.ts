@@ -14,11 +14,11 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MAX_UNSENT_CHARS } from '../bridge/http/ndjson-answer.ts'
-import { MAX_ERROR_TEXT } from '../bridge/http/responses.ts'
+import { MAX_TEXT } from '../bridge/support/bounded-text.ts'
 import { loadProject } from '../bridge/project/project.ts'
 import { resolveSettings, type SettingFlags } from '../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
-import { MAX_LOGGED_TEXT, type Logger } from '../bridge/support/logger.ts'
+import type { Logger } from '../bridge/support/logger.ts'
 import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory/memory-transport.ts'
 import { ToolbridgeError } from '../shared/errors.ts'
 
@@ -281,8 +281,8 @@ describe('one token for every endpoint that runs tools, and no open network addr
       expect(failed.status).toBe(502)
       await until(() => stderr.includes('eeee\u2026'))
       const longest = Math.max(...stderr.split('\n').map((line) => line.length))
-      expect(longest).toBeGreaterThan(MAX_LOGGED_TEXT)
-      expect(longest).toBeLessThan(2 * MAX_LOGGED_TEXT)
+      expect(longest).toBeGreaterThan(MAX_TEXT)
+      expect(longest).toBeLessThan(2 * MAX_TEXT)
     } finally {
       child.kill('SIGKILL')
     }
@@ -504,7 +504,7 @@ describe('bodies, paths and arguments that used to get the wrong answer', () => 
     })
     const { error } = JSON.parse(answer.text) as { error: { type: string; message: string } }
     expect(error.type).toBe('tool-service-error')
-    expect(error.message).toHaveLength(MAX_ERROR_TEXT + 1)
+    expect(error.message).toHaveLength(MAX_TEXT + 1)
     expect(error.message.endsWith('…')).toBe(true)
     const head = await raw(url, '/healthz', { method: 'HEAD' })
     expect({ status: head.status, text: head.text }).toEqual({ status: 200, text: '' })

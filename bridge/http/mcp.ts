@@ -30,7 +30,8 @@ import { isRecord, messageOf } from '../../shared/errors.ts'
 import { ToolCallError } from '../trustgraph/request-client.ts'
 import type { ToolCaller } from '../trustgraph/tool-caller.ts'
 import { readJsonBody, requireJson } from './body.ts'
-import { bounded, HttpError } from './responses.ts'
+import { HttpError } from './responses.ts'
+import { bounded } from '../support/bounded-text.ts'
 import { jsonRpcLines } from './stdio-lines.ts'
 
 const SERVER_INFO = { name: 'toolbridge', version: '0.1.0' }

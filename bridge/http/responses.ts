@@ -1,4 +1,4 @@
-/** How the gateway answers with an error of its own, and how long any error text on the wire may be. */
+/** How the gateway answers with an error of its own. */
 import type { ServerResponse } from 'node:http'
 import { ToolbridgeError } from '../../shared/errors.ts'
 
@@ -17,12 +17,6 @@ export class HttpError extends ToolbridgeError {
     this.headers = headers
   }
 }
-
-/** Error texts longer than this are cut: a function's 10 MB message must not become a 10 MB answer or log line. */
-export const MAX_ERROR_TEXT = 4096
-
-export const bounded = (text: string, max = MAX_ERROR_TEXT): string =>
-  text.length <= max ? text : text.slice(0, max) + '…'
 
 export function sendJson(
   res: ServerResponse,

@@ -5,6 +5,7 @@
 import { createRequire } from 'node:module'
 import type Pino from 'pino'
 import type PinoPretty from 'pino-pretty'
+import { bounded } from './bounded-text.ts'
 
 // Loaded when a logger is made, not when the module is: `--help` and the
 // commands that never log skip them. Both are CommonJS, so require() keeps
@@ -42,20 +43,18 @@ export function createLogger(level: LogLevel, options: { json?: boolean } = {}):
       formatters: {
         log: (fields) =>
           Object.fromEntries(
-            Object.entries(fields).map(([key, value]) => [key, typeof value === 'string' ? cut(value) : value]),
+            Object.entries(fields).map(([key, value]) => [key, typeof value === 'string' ? bounded(value) : value]),
           ),
       },
       hooks: {
         logMethod(args, method) {
-          method.apply(this, args.map((arg) => (typeof arg === 'string' ? cut(arg) : arg)) as Parameters<typeof method>)
+          method.apply(
+            this,
+            args.map((arg) => (typeof arg === 'string' ? bounded(arg) : arg)) as Parameters<typeof method>,
+          )
         },
       },
     },
     destination,
   )
 }
-
-/** Longest text a log line keeps per field: a function's 10 MB error message must not make a 10 MB line. */
-export const MAX_LOGGED_TEXT = 4096
-
-const cut = (text: string): string => (text.length <= MAX_LOGGED_TEXT ? text : text.slice(0, MAX_LOGGED_TEXT) + '…')
