@@ -262,6 +262,8 @@ start_broker() {
   # The standalone starter resolves data/ and conf/ relative to its working directory.
   cd "$RUN"
   local started; started=$(date +%s%N)
+  # A pid file left by a broker of an earlier boot would be read below before the new one is written.
+  rm -f "$PIDFILE"
   setsid bash -c 'echo $$ > "$0"; exec "$@"' "$PIDFILE" \
     java "${jvm[@]}" -cp "$LIB/*" org.apache.pulsar.PulsarStandaloneStarter \
       --config "$RUN/standalone.conf" --no-functions-worker --no-stream-storage \
