@@ -517,6 +517,76 @@ describe('compression', () => {
     )
   })
 
+  // 256 MiB of one byte in a few kilobytes, in the two forms that let a codec write most per input byte.
+  const BOMB_SIZE = 256 << 20
+  /** A ZSTD frame of RLE blocks (128 KiB each from 4 bytes) with no content size in its header. */
+  const zstdBomb = (size: number) => {
+    const blocks = size / (128 << 10)
+    const frame = [0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3] // magic, no content size, a 128 KiB window
+    for (let i = 0; i < blocks; i++) {
+      const header = ((128 << 10) << 3) | (1 << 1) | (i === blocks - 1 ? 1 : 0) // size, RLE, last
+      frame.push(header & 0xff, (header >> 8) & 0xff, header >> 16, 0x61)
+    }
+    return Uint8Array.from(frame)
+  }
+  /** A raw Snappy stream declaring `declared` bytes: one literal "a", then copies of 64 bytes (3 bytes each). */
+  const snappyStream = (declared: number, written: number) => {
+    const header: number[] = []
+    for (let n = declared; ; n = Math.floor(n / 128)) {
+      if (n < 128) {
+        header.push(n)
+        break
+      }
+      header.push((n % 128) | 0x80)
+    }
+    const copies = Array.from({ length: Math.floor((written - 1) / 64) }, () => [(63 << 2) | 2, 1, 0]).flat()
+    return Uint8Array.from([...header, 0x00, 0x61, ...copies])
+  }
+
+  it('round-trips the ZSTD and Snappy bomb builders at a size that fits, so the refusals below are of size alone', () => {
+    expect(text(decompress(CompressionType.ZSTD, zstdBomb(256 << 10), 256 << 10))).toBe('a'.repeat(256 << 10))
+    expect(text(decompress(CompressionType.SNAPPY, snappyStream(641, 641), 641))).toBe('a'.repeat(641))
+  })
+
+  it('stops inflating a ZSTD bomb at the declared size, whatever the frame says or leaves out', () => {
+    const bomb = zstdBomb(BOMB_SIZE)
+    expect(bomb.length).toBeLessThan(16 << 10)
+    expect(() => decompress(CompressionType.ZSTD, bomb, 1000)).toThrow(
+      'cannot decompress a ZSTD payload: it inflates past the 1000 bytes its metadata says',
+    )
+    // The frame declaring its true size changes nothing.
+    const declared = zstdCompressSync(new Uint8Array(2 << 20))
+    expect(() => decompress(CompressionType.ZSTD, declared, 1000)).toThrow(
+      expect.objectContaining({
+        code: 'ProtocolError',
+        retriable: false,
+        message: 'cannot decompress a ZSTD payload: it inflates past the 1000 bytes its metadata says',
+      }),
+    )
+  })
+
+  it('refuses a Snappy stream that writes or declares more than the metadata, before allocating it', () => {
+    const refusal = 'cannot decompress a SNAPPY payload: it inflates past the 1000 bytes its metadata says'
+    // Its header agrees with the metadata, its elements write 16 MiB (snappyjs would drop the rest silently).
+    const overrun = snappyStream(1000, 16 << 20)
+    expect(overrun.length).toBeLessThan(1 << 20)
+    expect(() => decompress(CompressionType.SNAPPY, overrun, 1000)).toThrow(refusal)
+    expect(() => decompress(CompressionType.SNAPPY, snappyStream(1000, 1001 + 64), 1000)).toThrow(refusal)
+    // Its header declares 256 MiB (snappyjs would allocate that much first).
+    expect(() => decompress(CompressionType.SNAPPY, snappyStream(BOMB_SIZE, 1000), 1000)).toThrow(refusal)
+    expect(() => decompress(CompressionType.SNAPPY, snappyStream(1001, 1000), 1000)).toThrow(refusal)
+  })
+
+  it('refuses a Snappy stream whose elements write less than its header says, rather than pad it with zeros', () => {
+    expect(() => decompress(CompressionType.SNAPPY, snappyStream(1000, 641), 1000)).toThrow(
+      'cannot decompress a SNAPPY payload: its elements write 641 bytes, its header says 1000',
+    )
+  })
+
+  it.each(codecs)('restores an empty $name payload', ({ type, compress }) => {
+    expect(decompress(type, compress(new Uint8Array(0)), 0)).toHaveLength(0)
+  })
+
   it('refuses a payload that decompresses short of its declared size, naming both sizes', () => {
     expect(() => decompress(CompressionType.ZSTD, zstdCompressSync(original), original.length + 5)).toThrow(
       `a ZSTD payload decompressed to ${original.length} bytes, its metadata says ${original.length + 5}`,
