@@ -93,7 +93,7 @@ export function decompress(type: number, data: Uint8Array, uncompressedSize: num
 function snappyLengths(data: Uint8Array, max: number): { declared: number; written: number } {
   let declared = 0
   let pos = 0
-  for (let shift = 0; pos < data.length && shift < 35; shift += 7) {
+  for (let shift = 0; pos < data.length; shift += 7) {
     const byte = data[pos++]!
     declared += (byte & 0x7f) * 2 ** shift
     if (byte < 0x80) break
