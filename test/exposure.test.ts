@@ -1,0 +1,89 @@
+/**
+ * Which endpoints that run tools are open to whom (bridge/http/exposure.ts): on a loopback address only
+ * this machine reaches them; on any other, the gateway refuses to start with an endpoint that has no token.
+ */
+import { describe, expect, it } from 'vitest'
+import { checkExposure, endpointGuards, isLoopbackHost } from '../bridge/http/exposure.ts'
+import { ConfigError } from '../shared/errors.ts'
+
+const NO_TOKENS = { httpToken: undefined, mcpToken: undefined }
+
+describe('endpointGuards', () => {
+  it('guards /tools with the HTTP token, and /mcp with the MCP token or else the HTTP one', () => {
+    expect(endpointGuards(NO_TOKENS)).toEqual([
+      { path: '/tools', token: undefined },
+      { path: '/mcp', token: undefined },
+    ])
+    expect(endpointGuards({ httpToken: 'h', mcpToken: undefined })).toEqual([
+      { path: '/tools', token: 'h' },
+      { path: '/mcp', token: 'h' },
+    ])
+    expect(endpointGuards({ httpToken: 'h', mcpToken: 'm' })).toEqual([
+      { path: '/tools', token: 'h' },
+      { path: '/mcp', token: 'm' },
+    ])
+    expect(endpointGuards({ httpToken: undefined, mcpToken: 'm' })).toEqual([
+      { path: '/tools', token: undefined },
+      { path: '/mcp', token: 'm' },
+    ])
+  })
+
+  it('counts an empty token (an environment variable set to nothing) as none', () => {
+    expect(endpointGuards({ httpToken: '', mcpToken: '' })).toEqual([
+      { path: '/tools', token: undefined },
+      { path: '/mcp', token: undefined },
+    ])
+    expect(endpointGuards({ httpToken: 'h', mcpToken: '' })[1]).toEqual({ path: '/mcp', token: 'h' })
+  })
+})
+
+describe('isLoopbackHost', () => {
+  it('knows loopback addresses, IPv4, IPv6 and IPv4-mapped, bracketed or not', async () => {
+    for (const host of ['127.0.0.1', '127.1.2.3', '::1', '[::1]', '::FFFF:127.0.0.1', '[::ffff:127.0.0.2]']) {
+      expect({ host, loopback: await isLoopbackHost(host) }).toEqual({ host, loopback: true })
+    }
+  })
+
+  it('knows every other address, and the wildcards, as reachable from elsewhere', async () => {
+    for (const host of ['0.0.0.0', '::', '[::]', '', '10.0.0.1', '128.0.0.1', '::2', '::ffff:10.0.0.1', 'fe80::1']) {
+      expect({ host, loopback: await isLoopbackHost(host) }).toEqual({ host, loopback: false })
+    }
+  })
+
+  it('looks a name up: localhost is loopback, a name that does not resolve is not', async () => {
+    expect(await isLoopbackHost('localhost')).toBe(true)
+    expect(await isLoopbackHost('no-such-host.invalid')).toBe(false)
+  })
+})
+
+describe('checkExposure', () => {
+  const refusal = async (host: string, tokens = NO_TOKENS, allow = false) => {
+    try {
+      await checkExposure(host, tokens, allow)
+    } catch (err) {
+      return err
+    }
+  }
+
+  it('lets any endpoint open on a loopback address', async () => {
+    expect(await refusal('127.0.0.1')).toBeUndefined()
+    expect(await refusal('localhost')).toBeUndefined()
+  })
+
+  it('refuses an open endpoint on any other address, naming the open ones and how to guard them', async () => {
+    const error = await refusal('0.0.0.0')
+    expect(error).toBeInstanceOf(ConfigError)
+    expect((error as Error).message).toBe(
+      '--host: "0.0.0.0" is reachable from other machines and /tools and /mcp would run tools for anyone there without a token: ' +
+        'set --http-token (env TOOLBRIDGE_HTTP_TOKEN), or pass --allow-unauthenticated (env TOOLBRIDGE_ALLOW_UNAUTHENTICATED=1) if that is what you want',
+    )
+    expect(((await refusal('::', { httpToken: undefined, mcpToken: 'm' })) as Error).message).toContain(
+      'and /tools would run tools',
+    )
+  })
+
+  it('lets every endpoint with a token, or the explicit choice, listen anywhere', async () => {
+    expect(await refusal('0.0.0.0', { httpToken: 'h', mcpToken: undefined })).toBeUndefined()
+    expect(await refusal('0.0.0.0', NO_TOKENS, true)).toBeUndefined()
+  })
+})
