@@ -27,6 +27,9 @@ export const MUTATION_TESTS = [
   'test/bearer.test.ts',
   'test/bounded-text.test.ts',
   'test/redact.test.ts',
+  'test/exposure.test.ts',
+  'test/stdio-lines.test.ts',
+  'test/linked-list.test.ts',
 ]
 
 export default defineConfig({
