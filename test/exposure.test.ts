@@ -3,10 +3,10 @@
  * this machine reaches them; on any other, the gateway refuses to start with an endpoint that has no token.
  */
 import { describe, expect, it } from 'vitest'
-import { checkExposure, endpointGuards, isLoopbackHost } from '../bridge/http/exposure.ts'
+import { checkExposure, type EndpointTokens, endpointGuards, isLoopbackHost } from '../bridge/http/exposure.ts'
 import { ConfigError } from '../shared/errors.ts'
 
-const NO_TOKENS = { httpToken: undefined, mcpToken: undefined }
+const NO_TOKENS: EndpointTokens = { httpToken: undefined, mcpToken: undefined }
 
 describe('endpointGuards', () => {
   it('guards /tools with the HTTP token, and /mcp with the MCP token or else the HTTP one', () => {
