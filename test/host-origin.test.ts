@@ -75,6 +75,18 @@ describe('Host', () => {
     )
   })
 
+  it('refuses a Host that is only a port, whatever the gateway listens on', () => {
+    for (const listenHost of ['127.0.0.1', '0.0.0.0', '::', '[::]', '']) {
+      for (const host of [':3000', ':', '::3000']) {
+        expect({ listenHost, host, allowed: allowsHost({ listenHost }, host) }).toEqual({
+          listenHost,
+          host,
+          allowed: false,
+        })
+      }
+    }
+  })
+
   it('lets a request without Host in (HTTP/1.0), and cuts a long Host in its refusal', () => {
     expect(check({}, {})).toBeUndefined()
     const long = `${'a'.repeat(300)}.example`
