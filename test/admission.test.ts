@@ -120,6 +120,18 @@ describe('gatedCaller', () => {
     expect(caller.queued).toBe(0)
   })
 
+  it('sends a call at once while the service has a free slot, however many calls came and went before', async () => {
+    const { caller, sent } = openCaller(service('svc', 2, ['echo']))
+    for (let round = 0; round < 3; round++) {
+      const calls = [caller.call('echo', { arguments: {} }), caller.call('echo', { arguments: {} })]
+      await turn()
+      expect(sent).toHaveLength(2 * round + 2)
+      for (const s of sent.slice(-2)) s.answer('ok')
+      await Promise.all(calls)
+    }
+    expect(caller.queued).toBe(0)
+  })
+
   it('gates each service on its own, and the tools of one service together', async () => {
     const { caller, sent } = openCaller(service('a', 1, ['a1', 'a2']), service('b', 1, ['b1']))
     void caller.call('a1', { arguments: {} })
@@ -139,7 +151,10 @@ describe('gatedCaller', () => {
     await turn()
     gone.abort()
     await expect(dropped).rejects.toThrow(CallerGoneError)
-    await expect(dropped).rejects.toThrow('caller gone before the call was sent')
+    await expect(dropped).rejects.toMatchObject({
+      name: 'CallerGoneError',
+      message: 'caller gone before the call was sent',
+    })
     expect(caller.queued).toBe(1)
     expect(getEventListeners(gone.signal, 'abort')).toHaveLength(0)
     sent[0]!.answer('one')
@@ -151,9 +166,9 @@ describe('gatedCaller', () => {
 
   it('refuses a call whose caller is already gone, even with a slot free', async () => {
     const { caller, sent } = openCaller(service('svc', 1, ['echo']))
-    await expect(caller.call('echo', { arguments: {} }, { signal: AbortSignal.abort() })).rejects.toThrow(
-      CallerGoneError,
-    )
+    const refused = caller.call('echo', { arguments: {} }, { signal: AbortSignal.abort() })
+    await expect(refused).rejects.toThrow(CallerGoneError)
+    await expect(refused).rejects.toThrow('caller gone before the call was sent')
     await turn()
     expect(sent).toHaveLength(0)
   })
