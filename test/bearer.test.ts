@@ -36,6 +36,12 @@ describe('bearerMatches', () => {
     }
   })
 
+  it('refuses a header that does not start with the scheme, even where what follows it is the token', () => {
+    // "Basic12" is as long as "Bearer ": cutting the scheme's length off leaves the token.
+    expect(bearerMatches('Basic12Bearer tok', 'Bearer tok')).toBe(false)
+    expect(bearerMatches('Bearer Bearer tok', 'Bearer tok')).toBe(true)
+  })
+
   it('refuses the scheme without the token even when the token is the scheme itself', () => {
     expect(bearerMatches('Bearer', 'Bearer')).toBe(false)
     expect(bearerMatches('Bearer Bearer', 'Bearer')).toBe(true)
