@@ -2,9 +2,31 @@
  * Which endpoints that run tools are open to whom (bridge/http/exposure.ts): on a loopback address only
  * this machine reaches them; on any other, the gateway refuses to start with an endpoint that has no token.
  */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { checkExposure, type EndpointTokens, endpointGuards, isLoopbackHost } from '../bridge/http/exposure.ts'
 import { ConfigError } from '../shared/errors.ts'
+
+// Names whose addresses this machine's resolver cannot be made to give (a shared /etc/hosts): answered
+// here as a resolver would, every other name by the real one.
+const ADDRESSES: Record<string, { address: string; family: number }[]> = {
+  'lan.example.test': [{ address: '10.0.0.5', family: 4 }],
+  'mixed.example.test': [
+    { address: '127.0.0.1', family: 4 },
+    { address: '10.0.0.5', family: 4 },
+  ],
+  'loopback.example.test': [
+    { address: '127.0.0.1', family: 4 },
+    { address: '::1', family: 6 },
+  ],
+}
+vi.mock('node:dns/promises', async (importOriginal) => {
+  const real = await importOriginal<typeof import('node:dns/promises')>()
+  return {
+    ...real,
+    lookup: (name: string, options: object) =>
+      ADDRESSES[name] ? Promise.resolve(ADDRESSES[name]) : real.lookup(name, options),
+  }
+})
 
 const NO_TOKENS: EndpointTokens = { httpToken: undefined, mcpToken: undefined }
 
@@ -53,6 +75,18 @@ describe('isLoopbackHost', () => {
   it('looks a name up: localhost is loopback, a name that does not resolve is not', async () => {
     expect(await isLoopbackHost('localhost')).toBe(true)
     expect(await isLoopbackHost('no-such-host.invalid')).toBe(false)
+  })
+
+  it('takes a name for loopback only when every address it stands for is', async () => {
+    expect(await isLoopbackHost('loopback.example.test')).toBe(true)
+    expect(await isLoopbackHost('lan.example.test')).toBe(false)
+    expect(await isLoopbackHost('mixed.example.test')).toBe(false)
+  })
+
+  it('does not take an address with a bracket left open or closed alone for loopback', async () => {
+    for (const host of ['[::1x', 'x::1]']) {
+      expect({ host, loopback: await isLoopbackHost(host) }).toEqual({ host, loopback: false })
+    }
   })
 })
 
