@@ -4,6 +4,7 @@
  * real pipes is in hardening-http.test.ts.
  */
 import { PassThrough, type Readable } from 'node:stream'
+import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js'
 import { describe, expect, it } from 'vitest'
 import { type LineError, MAX_LINE_BYTES, jsonRpcLines } from '../bridge/http/stdio-lines.ts'
 
@@ -54,6 +55,10 @@ describe('jsonRpcLines', () => {
     ])
   })
 
+  it("takes lines as long as the MCP SDK's buffer holds with their newline", () => {
+    expect(MAX_LINE_BYTES + 1).toBe(STDIO_DEFAULT_MAX_BUFFER_SIZE)
+  })
+
   it('passes a line of exactly the longest size, and refuses one byte more', async () => {
     const padded = (size: number) =>
       `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"pad":"${'x'.repeat(size - 70)}"}}}`
@@ -67,18 +72,33 @@ describe('jsonRpcLines', () => {
     ])
   })
 
-  it('refuses an over-long line sent in pieces as soon as it is too long, holds none of it, and goes on after it', async () => {
+  it('refuses an over-long line sent in pieces as soon as it is too long, without waiting for its end, and goes on after it', async () => {
+    const input = new PassThrough()
+    const events: (string | LineError)[] = []
+    const lines = jsonRpcLines(input, (error) => events.push(error))
+    lines.on('data', (line: Buffer) => events.push(line.toString('utf8')))
     const piece = 'x'.repeat(1 << 20)
-    const pieces = Array.from({ length: 12 }, () => piece)
-    const { events } = await feed([...pieces, `tail\n${PING}\n`])
+    for (let i = 0; i < 9; i++) input.write(piece)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(events).toEqual([])
+    input.write(piece) // 10 MiB held: one byte past the longest line
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(events).toEqual([TOO_LONG])
+    input.write(piece)
+    input.end(`tail\n${PING}\n`)
+    await new Promise((resolve) => lines.on('end', resolve))
     expect(events).toEqual([TOO_LONG, `${PING}\n`])
   })
 
   it('joins pieces up to the longest size without refusing them', async () => {
     const line = `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"pad":"${'x'.repeat(MAX_LINE_BYTES - 70)}"}}}`
     const half = Math.floor(line.length / 2)
-    const { events } = await feed([line.slice(0, half), line.slice(half), `\n${PING}\n`])
-    expect(events.map((e) => (typeof e === 'string' ? e.length : e))).toEqual([MAX_LINE_BYTES + 1, PING.length + 1])
+    const { events } = await feed([`${PING}\n${line.slice(0, half)}`, line.slice(half), `\n${PING}\n`])
+    expect(events.map((e) => (typeof e === 'string' ? e.length : e))).toEqual([
+      PING.length + 1,
+      MAX_LINE_BYTES + 1,
+      PING.length + 1,
+    ])
   })
 
   it("ends when its input ends, and fails with its input's error", async () => {
