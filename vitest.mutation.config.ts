@@ -21,6 +21,15 @@ export const MUTATION_TESTS = [
   'test/config-protocol.test.ts',
   'test/pulsar-client.test.ts',
   'test/pulsar-protocol.test.ts',
+  'test/chunk-credit.test.ts',
+  'test/admission.test.ts',
+  'test/host-origin.test.ts',
+  'test/bearer.test.ts',
+  'test/bounded-text.test.ts',
+  'test/redact.test.ts',
+  'test/exposure.test.ts',
+  'test/stdio-lines.test.ts',
+  'test/linked-list.test.ts',
 ]
 
 export default defineConfig({

@@ -464,9 +464,20 @@ describe('compression', () => {
     expect(Buffer.compare(Buffer.from(decompress(type, compressed, original.length)), Buffer.from(original))).toBe(0)
   })
 
-  it.each(codecs)('refuses a $name payload whose size differs from the metadata', ({ type, compress }) => {
-    expect(() => decompress(type, compress(original), original.length + 1)).toThrow(PulsarError)
-  })
+  it.each(codecs)(
+    'refuses a $name payload whose size differs from the metadata, as a final protocol error',
+    ({ type, compress }) => {
+      const error = (() => {
+        try {
+          decompress(type, compress(original), original.length + 1)
+        } catch (err) {
+          return err
+        }
+      })()
+      expect(error).toBeInstanceOf(PulsarError)
+      expect(error).toMatchObject({ code: 'ProtocolError', retriable: false })
+    },
+  )
 
   it.each(codecs.filter((c) => c.type !== CompressionType.LZ4))(
     'refuses corrupt $name data with a ProtocolError',
@@ -515,6 +526,129 @@ describe('compression', () => {
     expect(() => decompress(CompressionType.ZLIB, deflateSync(bomb), 1000)).toThrow(
       'cannot decompress a ZLIB payload: it inflates past the 1000 bytes its metadata says',
     )
+  })
+
+  // 256 MiB of one byte in a few kilobytes, in the two forms that let a codec write most per input byte.
+  const BOMB_SIZE = 256 << 20
+  /** A ZSTD frame of RLE blocks (128 KiB each from 4 bytes) with no content size in its header. */
+  const zstdBomb = (size: number) => {
+    const blocks = size / (128 << 10)
+    const frame = [0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3] // magic, no content size, a 128 KiB window
+    for (let i = 0; i < blocks; i++) {
+      const header = ((128 << 10) << 3) | (1 << 1) | (i === blocks - 1 ? 1 : 0) // size, RLE, last
+      frame.push(header & 0xff, (header >> 8) & 0xff, header >> 16, 0x61)
+    }
+    return Uint8Array.from(frame)
+  }
+  /** A raw Snappy stream declaring `declared` bytes: one literal "a", then copies of 64 bytes (3 bytes each). */
+  const snappyStream = (declared: number, written: number) => {
+    const header: number[] = []
+    for (let n = declared; ; n = Math.floor(n / 128)) {
+      if (n < 128) {
+        header.push(n)
+        break
+      }
+      header.push((n % 128) | 0x80)
+    }
+    const copies = Array.from({ length: Math.floor((written - 1) / 64) }, () => [(63 << 2) | 2, 1, 0]).flat()
+    return Uint8Array.from([...header, 0x00, 0x61, ...copies])
+  }
+
+  it('round-trips the ZSTD and Snappy bomb builders at a size that fits, so the refusals below are of size alone', () => {
+    expect(text(decompress(CompressionType.ZSTD, zstdBomb(256 << 10), 256 << 10))).toBe('a'.repeat(256 << 10))
+    expect(text(decompress(CompressionType.SNAPPY, snappyStream(641, 641), 641))).toBe('a'.repeat(641))
+  })
+
+  it('stops inflating a ZSTD bomb at the declared size, whatever the frame says or leaves out', () => {
+    const bomb = zstdBomb(BOMB_SIZE)
+    expect(bomb.length).toBeLessThan(16 << 10)
+    expect(() => decompress(CompressionType.ZSTD, bomb, 1000)).toThrow(
+      'cannot decompress a ZSTD payload: it inflates past the 1000 bytes its metadata says',
+    )
+    // The frame declaring its true size changes nothing.
+    const declared = zstdCompressSync(new Uint8Array(2 << 20))
+    expect(() => decompress(CompressionType.ZSTD, declared, 1000)).toThrow(
+      expect.objectContaining({
+        code: 'ProtocolError',
+        retriable: false,
+        message: 'cannot decompress a ZSTD payload: it inflates past the 1000 bytes its metadata says',
+      }),
+    )
+  })
+
+  it('refuses a Snappy stream that writes or declares more than the metadata, before allocating it', () => {
+    const refusal = 'cannot decompress a SNAPPY payload: it inflates past the 1000 bytes its metadata says'
+    // Its header agrees with the metadata, its elements write 16 MiB (snappyjs would drop the rest silently).
+    const overrun = snappyStream(1000, 16 << 20)
+    expect(overrun.length).toBeLessThan(1 << 20)
+    expect(() => decompress(CompressionType.SNAPPY, overrun, 1000)).toThrow(refusal)
+    expect(() => decompress(CompressionType.SNAPPY, snappyStream(1000, 1001 + 64), 1000)).toThrow(refusal)
+    // Its header declares 256 MiB (snappyjs would allocate that much first).
+    expect(() => decompress(CompressionType.SNAPPY, snappyStream(BOMB_SIZE, 1000), 1000)).toThrow(refusal)
+    expect(() => decompress(CompressionType.SNAPPY, snappyStream(1001, 1000), 1000)).toThrow(refusal)
+  })
+
+  it('restores a Snappy stream with every kind of element: literals of each length form, copies of each offset size', () => {
+    const bytes = (n: number, from: number) => Array.from({ length: n }, (_, i) => 97 + ((from + i * 7) % 26))
+    const le = (n: number, size: number) => Array.from({ length: size }, (_, i) => Math.floor(n / 256 ** i) % 256)
+    const out: number[] = []
+    const body: number[] = []
+    const literal = (n: number) => {
+      const data = bytes(n, out.length)
+      const size = n <= 60 ? 0 : n <= 256 ? 1 : n <= 65536 ? 2 : 3
+      body.push(size === 0 ? (n - 1) << 2 : (59 + size) << 2, ...le(n - 1, size), ...data)
+      out.push(...data)
+    }
+    const copy = (length: number, offset: number, offsetSize: 1 | 2 | 4) => {
+      if (offsetSize === 1) body.push(((offset >> 8) << 5) | ((length - 4) << 2) | 1, offset & 0xff)
+      else body.push(((length - 1) << 2) | (offsetSize === 2 ? 2 : 3), ...le(offset, offsetSize))
+      for (let i = 0; i < length; i++) out.push(out[out.length - offset]!)
+    }
+    literal(1)
+    literal(60)
+    copy(11, 1, 1)
+    literal(61)
+    literal(300)
+    copy(64, 300, 2)
+    literal(70_000)
+    copy(4, 2047, 1)
+    copy(64, 70_000, 4)
+    copy(1, 3, 2)
+    const varint = [out.length & 0x7f, (out.length >> 7) & 0x7f, out.length >> 14]
+    const stream = Uint8Array.from([varint[0]! | 0x80, varint[1]! | 0x80, varint[2]!, ...body])
+    expect(out.length).toBeGreaterThanOrEqual(1 << 14)
+    expect(Buffer.from(decompress(CompressionType.SNAPPY, stream, out.length)).equals(Buffer.from(out))).toBe(true)
+  })
+
+  it('refuses a Snappy stream that goes on writing once it has written what it declares', () => {
+    expect(() => decompress(CompressionType.SNAPPY, snappyStream(65, 65 + 64), 65)).toThrow(
+      'cannot decompress a SNAPPY payload: it inflates past the 65 bytes its metadata says',
+    )
+  })
+
+  it('refuses a Snappy stream whose length is cut short, and a ZSTD one that is not ZSTD, for what they are', () => {
+    expect(() => decompress(CompressionType.SNAPPY, Uint8Array.of(0x80), 1)).toThrow(
+      'cannot decompress a SNAPPY payload: ',
+    )
+    const error = (() => {
+      try {
+        decompress(CompressionType.ZSTD, utf8('not a zstd frame at all'), 1000)
+      } catch (err) {
+        return err as Error
+      }
+    })()
+    expect(error?.message).toMatch(/^cannot decompress a ZSTD payload: /)
+    expect(error?.message).not.toMatch(/inflates past/)
+  })
+
+  it('refuses a Snappy stream whose elements write less than its header says, rather than pad it with zeros', () => {
+    expect(() => decompress(CompressionType.SNAPPY, snappyStream(1000, 641), 1000)).toThrow(
+      'cannot decompress a SNAPPY payload: its elements write 641 bytes, its header says 1000',
+    )
+  })
+
+  it.each(codecs)('restores an empty $name payload', ({ type, compress }) => {
+    expect(decompress(type, compress(new Uint8Array(0)), 0)).toHaveLength(0)
   })
 
   it('refuses a payload that decompresses short of its declared size, naming both sizes', () => {

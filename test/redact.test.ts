@@ -30,4 +30,45 @@ describe('redact', () => {
   it('still hides secrets in text that is not a URL', () => {
     expect(redact('not a url //user:pw@host?apiKey=k')).toBe('not a url //***@host?apiKey=***')
   })
+
+  it('knows a secret parameter by any of its words, in any case', () => {
+    const names = [
+      'password',
+      'sasl.PASSWORD',
+      'passwd',
+      'client_secret',
+      'access_token',
+      'api_key',
+      'sslKey',
+      'auth',
+      'authParams',
+      'credentials',
+      'X-Amz-Signature',
+      'sig',
+    ]
+    for (const name of names) {
+      expect(redact(`pulsar://p:6650/?${name}=hidden&topic=t`)).toBe(`pulsar://p:6650/?${name}=***&topic=t`)
+      expect(redact(`not a url ?topic=t&${name}=hidden&x=1`)).toBe(`not a url ?topic=t&${name}=***&x=1`)
+    }
+  })
+
+  it('in text that is not a URL, hides every secret parameter and its whole value, and nothing else', () => {
+    expect(redact('bad url ?token=a b c&user=tg&password=p w&port=1')).toBe(
+      'bad url ?token=***&user=tg&password=***&port=1',
+    )
+    expect(redact('bad url ?password=')).toBe('bad url ?password=***')
+    expect(redact('bad url ?topic=password')).toBe('bad url ?topic=password')
+  })
+
+  it('in text that is not a URL, hides the user part only, never an @ further on', () => {
+    expect(redact('bad url //tok@host/path@x')).toBe('bad url //***@host/path@x')
+    expect(redact('bad url //host/path@x')).toBe('bad url //host/path@x')
+    expect(redact('bad url //@host')).toBe('bad url //***@host')
+  })
+
+  it('keeps the rest of a URL as it was written, escapes and all', () => {
+    expect(redact('amqp://tg:pw@rabbit:5672/%2A%2A%2A?name=%2A%2A%2A')).toBe(
+      'amqp://tg:***@rabbit:5672/%2A%2A%2A?name=%2A%2A%2A',
+    )
+  })
 })

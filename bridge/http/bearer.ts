@@ -15,8 +15,9 @@ const digest = (bytes: Buffer): Buffer => createHash('sha256').update(bytes).dig
  * (what fetch sends).
  */
 export function bearerMatches(header: string | undefined, token: string): boolean {
-  const scheme = BEARER.exec(header ?? '')
-  const given = digest(Buffer.from(scheme ? (header ?? '').slice(scheme[0].length) : '', 'latin1'))
+  const text = header ?? ''
+  const scheme = BEARER.exec(text)
+  const given = digest(Buffer.from(scheme ? text.slice(scheme[0].length) : '', 'latin1'))
   const utf8 = timingSafeEqual(given, digest(Buffer.from(token, 'utf8')))
   const latin1 = timingSafeEqual(given, digest(Buffer.from(token, 'latin1')))
   // A token outside Latin-1 has no Latin-1 form: Buffer.from would mangle it, so only UTF-8 counts.

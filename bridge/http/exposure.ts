@@ -32,7 +32,8 @@ function isLoopbackAddress(address: string): boolean {
 /** Whether every address `host` stands for is a loopback one (a name is looked up). */
 export async function isLoopbackHost(host: string): Promise<boolean> {
   const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host
-  if (bare === '' || bare === '0.0.0.0' || bare === '::') return false
+  // Every interface ('0.0.0.0' and '::' are addresses that are not loopback, below); looking '' up is deprecated.
+  if (bare === '') return false
   if (isIP(bare) !== 0) return isLoopbackAddress(bare)
   try {
     const addresses = await lookup(bare, { all: true })

@@ -43,9 +43,9 @@ export function hostName(header: string): string {
 }
 
 export function createHostOriginCheck(policy: HostOriginPolicy): (req: IncomingMessage) => Refusal | undefined {
-  const listen = policy.listenHost.toLowerCase()
-  const names = new Set(['localhost', hostName(listen), ...policy.allowedHosts])
-  if (WILDCARDS.has(listen)) names.add(hostname().toLowerCase())
+  // On every interface the gateway is reached by this machine's name; `0.0.0.0`, `::` or an empty name is no name.
+  const listenName = WILDCARDS.has(policy.listenHost) ? hostname().toLowerCase() : hostName(policy.listenHost)
+  const names = new Set(['localhost', listenName, ...policy.allowedHosts])
   const anyHost = policy.allowedHosts.includes('*')
   const origins = new Set(policy.allowedOrigins)
 

@@ -19,5 +19,5 @@ export function redact(broker: string): string {
   if (url.password) url.password = '***'
   else if (url.username) url.username = '***'
   for (const name of [...url.searchParams.keys()]) if (SECRET_PARAMETER.test(name)) url.searchParams.set(name, '***')
-  return url.toString().replaceAll('%2A%2A%2A', '***')
+  return url.toString()
 }
