@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { FunctionTarget, Outcome } from '../bridge/invokers/invoker.ts'
 import { maxWorkers, WorkerThreadInvoker } from '../bridge/invokers/local.ts'
 import type { HandlerLocation } from '../bridge/project/tool-services.ts'
+import { threadGate } from './support/thread-gate.ts'
 
 const FAULTS_DIR = fileURLToPath(new URL('./fixtures/faults', import.meta.url))
 /** Far above how long any call that should be answered runs: a fail-safe, not a measure. */
@@ -57,19 +58,6 @@ async function answer(outcome: Promise<Outcome>): Promise<string> {
   return result.text
 }
 
-/** A gate on shared memory: calls of functions/thread.ts wait at it until it opens; [1] counts them in. */
-function gate() {
-  const cells = new Int32Array(new SharedArrayBuffer(8))
-  return {
-    cells,
-    inside: () => Atomics.load(cells, 1),
-    open() {
-      Atomics.store(cells, 0, 1)
-      Atomics.notify(cells, 0)
-    },
-  }
-}
-
 describe('how many workers a function gets', () => {
   it('one per invocation in flight when each runs one (Lambda), else enough for its concurrency, at most one per core', () => {
     expect(maxWorkers(64, 1, 2)).toBe(64)
@@ -84,8 +72,8 @@ describe('several invocations per worker thread', () => {
   it('run at once in one worker, up to invocationsPerWorker, and the rest wait for a place', async () => {
     const pool = start()
     const fn = target('thread', 4, { concurrency: 4 })
-    const held = gate()
-    const answers = Promise.all(Array.from({ length: 6 }, () => answer(invoke(pool, fn, { gate: held.cells }))))
+    const held = threadGate()
+    const answers = Promise.all(Array.from({ length: 6 }, () => answer(invoke(pool, fn, { gate: held.name }))))
     await until(() => held.inside() === 4)
     expect(pool.environments('thread')).toBe(1)
     held.open()
@@ -125,8 +113,8 @@ describe('several invocations per worker thread', () => {
   it('one that hangs past its timeout is answered with a timeout; the worker keeps serving the others, not replaced', async () => {
     const pool = start()
     const fn = target('thread', 8, { timeoutMs: SHORT_MS })
-    const never = gate() // never opened
-    const hung = invoke(pool, fn, { gate: never.cells })
+    const never = threadGate() // never opened
+    const hung = invoke(pool, fn, { gate: never.name })
     await until(() => never.inside() === 1)
     const before = await answer(invoke(pool, fn, { ms: 0 }))
     expect(await hung).toStrictEqual({
@@ -145,9 +133,9 @@ describe('several invocations per worker thread', () => {
     const loops = target('loops', 4, { timeoutMs: SHORT_MS, concurrency: 4 })
     const other = target('thread', 4)
     const first = await answer(invoke(pool, loops, { arguments: { loop: false } }))
-    const otherHeld = gate()
+    const otherHeld = threadGate()
     const otherAnswers = Promise.all(
-      Array.from({ length: 3 }, () => answer(invoke(pool, other, { gate: otherHeld.cells }))),
+      Array.from({ length: 3 }, () => answer(invoke(pool, other, { gate: otherHeld.name }))),
     )
     // Sent in one turn: one message to the worker, the spinning call first, its neighbours stuck behind it.
     const stuck = await Promise.all([

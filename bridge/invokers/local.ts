@@ -33,7 +33,16 @@ import { silentLogger, type Logger } from '../support/logger.ts'
 import { functionEnvironment } from './function-environment.ts'
 import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
 import { DEFAULT_MAX_STREAM_BYTES } from './run-handler.ts'
-import type { FromWorker, InvocationEnd, ToWorker, WorkerCall, WorkerSetup } from './worker.ts'
+import {
+  post,
+  read,
+  type FromWorker,
+  type InvocationEnd,
+  type Posted,
+  type ToWorker,
+  type WorkerCall,
+  type WorkerSetup,
+} from './worker-messages.ts'
 
 const WORKER_SCRIPT = new URL('./worker-entry.js', import.meta.url)
 /** Environments of one function starting at once; also the most a function sharing its workers gets. */
@@ -110,7 +119,7 @@ class Environment {
       stderr: false,
       resourceLimits: resourceLimitsFor(options.memoryMb),
     })
-    this.worker.on('message', (message: FromWorker) => this.take(message))
+    this.worker.on('message', (posted: Posted<FromWorker>) => this.take(read(posted)))
     this.worker.on('error', (err: Error & { code?: string }) =>
       this.die(
         err.code === 'ERR_WORKER_OUT_OF_MEMORY'
@@ -143,7 +152,7 @@ class Environment {
   }
 
   private post(message: ToWorker): void {
-    this.worker.postMessage(message)
+    this.worker.postMessage(post(message))
   }
 
   private take(message: FromWorker): void {

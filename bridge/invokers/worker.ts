@@ -3,11 +3,7 @@
  * Lambda sandbox. Module state persists between invocations. The main thread
  * (local.ts) sends it one invocation at a time, or with the function's
  * `invocationsPerWorker` several; this side runs whatever it is sent.
- *
- * The messages both ways are defined here and nowhere else. Invocations
- * and their ends travel in batches: with several in flight, one message per
- * turn of the event loop instead of one per invocation, since each message
- * may wake a sleeping thread, the main cost of a call through a worker.
+ * Messages: worker-messages.ts.
  */
 import { getHeapStatistics } from 'node:v8'
 import { parentPort, workerData } from 'node:worker_threads'
@@ -21,51 +17,20 @@ import {
   StreamTooLarge,
   type LambdaHandler,
 } from './run-handler.ts'
-
-export interface WorkerSetup {
-  baseDir: string
-  handler: string
-  functionName: string
-  maxStreamBytes: number
-  /** The bridge's compile cache, if it has one (worker-entry.js). */
-  compileCacheDir: string | undefined
-  /** Whether the function has a memorySize to hold its off-heap memory to: only then is it measured. */
-  measureOffHeap: boolean
-}
-
-/** One invocation as sent to a worker; `id` names it in every message about it. */
-export interface WorkerCall {
-  id: number
-  requestId: string
-  timeoutMs: number
-  event: unknown
-}
-
-export type ToWorker =
-  | { type: 'invoke'; calls: WorkerCall[] }
-  /** The main thread took one chunk message of this invocation (chunk-credit.ts). */
-  | { type: 'credit'; id: number }
-  /** These invocations timed out and were answered: stop their streams, drop their results, confirm. */
-  | { type: 'cancel'; ids: number[] }
-
-export type InvocationEnd = { id: number } & (
-  | { type: 'done'; text: string }
-  | { type: 'error'; errorType: string; errorMessage: string }
-  | { type: 'too-large'; message: string }
-)
-
-export type FromWorker =
-  | { type: 'ready'; heapLimitBytes: number }
-  | { type: 'load-error'; message: string }
-  | { type: 'chunk'; id: number; text: string }
-  /** How invocations ended, with the Buffer/ArrayBuffer bytes the environment still holds after them (0: not measured). */
-  | { type: 'ended'; ends: InvocationEnd[]; arrayBufferBytes: number }
-  /** The invocations of a `cancel`, given up: the worker's event loop is turning. */
-  | { type: 'cancelled'; ids: number[] }
+import {
+  post,
+  read,
+  type FromWorker,
+  type InvocationEnd,
+  type Posted,
+  type ToWorker,
+  type WorkerCall,
+  type WorkerSetup,
+} from './worker-messages.ts'
 
 const port = parentPort!
 const setup = workerData as WorkerSetup
-const send = (message: FromWorker) => port.postMessage(message)
+const send = (message: FromWorker) => port.postMessage(post(message))
 
 let handler: LambdaHandler
 try {
@@ -131,7 +96,8 @@ async function invoke(call: WorkerCall): Promise<void> {
   ended(end)
 }
 
-port.on('message', (message: ToWorker) => {
+port.on('message', (posted: Posted<ToWorker>) => {
+  const message = read(posted)
   switch (message.type) {
     case 'invoke':
       for (const call of message.calls) void invoke(call)
