@@ -14,6 +14,7 @@
  *   BENCH_REQUESTS    calls in all (default 10000)
  *   BENCH_INFLIGHT    calls at once (default 16)
  *   BENCH_PER_WORKER  invocationsPerWorker for every example (default: as serverless.yml says)
+ *   BENCH_INVOKER     the invoker (default local: worker threads; in-process shows the main thread alone)
  *   BENCH_OUT         JSON path (default bench/results/memory.json)
  */
 import { spawn } from 'node:child_process'
@@ -25,6 +26,7 @@ const TOTAL = Math.floor(numberEnv('BENCH_REQUESTS', 10_000, 1))
 const IN_FLIGHT = Math.floor(numberEnv('BENCH_INFLIGHT', 16, 1))
 const PER_WORKER = process.env.BENCH_PER_WORKER ? Math.floor(numberEnv('BENCH_PER_WORKER', 1, 1)) : undefined
 const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/memory.json')
+const INVOKER = process.env.BENCH_INVOKER || 'local'
 const TARGETS = { idleMiB: 90, afterMiB: 160 }
 const YML = resolve(ROOT, `.memory-${process.pid}.serverless.yml`)
 
@@ -57,7 +59,7 @@ async function startBridge(): Promise<{ pid: number; url: string; stop(): Promis
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
   const child = spawn(
     process.execPath,
-    ['bridge/cli/toolbridge.js', '-c', YML, 'start', '--port', '0', '--log-level', 'warn'],
+    ['bridge/cli/toolbridge.js', '-c', YML, 'start', '--invoker', INVOKER, '--port', '0', '--log-level', 'warn'],
     { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] },
   )
   let out = ''
@@ -100,7 +102,7 @@ const machine = machineInfo({})
 console.log(describeMachine(machine))
 const loadBefore = loadAverage()
 console.log(
-  `toolbridge start, the three examples, embedded broker, worker threads${PER_WORKER === undefined ? '' : `, invocationsPerWorker ${PER_WORKER}`}; ${fmtInt(TOTAL)} HTTP calls at ${IN_FLIGHT} in flight; load average ${loadBefore.join(' / ')}`,
+  `toolbridge start, the three examples, embedded broker, ${INVOKER} invoker${PER_WORKER === undefined ? '' : `, invocationsPerWorker ${PER_WORKER}`}; ${fmtInt(TOTAL)} HTTP calls at ${IN_FLIGHT} in flight; load average ${loadBefore.join(' / ')}`,
 )
 const bridge = await startBridge()
 try {
@@ -130,7 +132,7 @@ try {
   )
   writeResults(OUT, {
     bench: 'memory of toolbridge start',
-    settings: { requests: TOTAL, inFlight: IN_FLIGHT, invocationsPerWorker: PER_WORKER ?? 'as serverless.yml says' },
+    settings: { requests: TOTAL, inFlight: IN_FLIGHT, invoker: INVOKER, invocationsPerWorker: PER_WORKER ?? 'as serverless.yml says' },
     machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
     targets: TARGETS,
     result: { idle, after, later, seconds, failed },
