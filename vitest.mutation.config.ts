@@ -21,6 +21,7 @@ export const MUTATION_TESTS = [
   'test/config-protocol.test.ts',
   'test/pulsar-client.test.ts',
   'test/pulsar-protocol.test.ts',
+  'test/worker-messages.test.ts',
 ]
 
 export default defineConfig({
