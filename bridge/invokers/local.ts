@@ -77,6 +77,9 @@ interface EnvironmentHooks {
   onFree(env: Environment): void
   /** The worker ended (crash, timeout, memory): the pool forgets it. */
   onDeath(env: Environment): void
+  /** It may be stuck (a timed-out invocation not yet given up): it takes no new invocations until onResume. */
+  onPause(env: Environment): void
+  onResume(env: Environment): void
 }
 
 let nextCallId = 0
@@ -94,6 +97,8 @@ class Environment {
   held = 0
   /** Whether the pool has it among those with a free place. */
   spare = false
+  /** Waiting for the worker to confirm it gave up timed-out invocations: no new ones meanwhile. */
+  paused = false
   /** When it last became idle (performance.now()). */
   idleSince = 0
   dead = false
@@ -172,6 +177,8 @@ class Environment {
         if (this.cancelling.size === 0) {
           clearTimeout(this.graceTimer)
           this.graceTimer = undefined
+          this.paused = false
+          this.hooks.onResume(this)
         }
         return
       case 'ended': {
@@ -232,6 +239,10 @@ class Environment {
       this.cancelling.add(id)
     }
     this.post({ type: 'cancel', ids: expired })
+    if (!this.paused) {
+      this.paused = true
+      this.hooks.onPause(this)
+    }
     this.graceTimer ??= setTimeout(() => this.unresponsive(), CANCEL_GRACE_MS)
     this.armTimeout()
   }
@@ -331,6 +342,8 @@ class Pool {
   private readonly hooks: EnvironmentHooks = {
     onFree: (env) => this.release(env),
     onDeath: (env) => this.forget(env),
+    onPause: (env) => this.unspare(env),
+    onResume: (env) => this.resume(env),
   }
 
   constructor(
@@ -366,6 +379,7 @@ class Pool {
   release(env: Environment): void {
     if (env.dead) return
     env.held--
+    if (env.paused) return // its places are handed out again on resume
     const next = this.waiting.shift()
     if (next) {
       env.held++
@@ -393,12 +407,34 @@ class Pool {
     await Promise.all([...this.all].map((env) => env.end()))
   }
 
+  /** A paused environment's free places, to waiting invocations first. */
+  private resume(env: Environment): void {
+    if (env.dead) return
+    while (env.held < this.perWorker) {
+      const next = this.waiting.shift()
+      if (!next) break
+      env.held++
+      next.take(env)
+    }
+    if (env.held < this.perWorker && !env.spare) {
+      env.spare = true
+      this.spare.push(env)
+    }
+    if (env.held === 0) {
+      env.idleSince = performance.now()
+      this.scheduleRetirement()
+    }
+  }
+
+  private unspare(env: Environment): void {
+    if (!env.spare) return
+    env.spare = false
+    this.spare.splice(this.spare.lastIndexOf(env), 1)
+  }
+
   private hold(env: Environment): void {
     env.held++
-    if (env.held >= this.perWorker && env.spare) {
-      env.spare = false
-      this.spare.splice(this.spare.lastIndexOf(env), 1)
-    }
+    if (env.held >= this.perWorker) this.unspare(env)
   }
 
   private grow(): void {
@@ -448,10 +484,7 @@ class Pool {
   private forget(env: Environment): void {
     if (!this.all.delete(env)) return
     this.starting.delete(env)
-    if (env.spare) {
-      env.spare = false
-      this.spare.splice(this.spare.lastIndexOf(env), 1)
-    }
+    this.unspare(env)
     this.grow()
   }
 
