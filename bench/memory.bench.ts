@@ -132,7 +132,12 @@ try {
   )
   writeResults(OUT, {
     bench: 'memory of toolbridge start',
-    settings: { requests: TOTAL, inFlight: IN_FLIGHT, invoker: INVOKER, invocationsPerWorker: PER_WORKER ?? 'as serverless.yml says' },
+    settings: {
+      requests: TOTAL,
+      inFlight: IN_FLIGHT,
+      invoker: INVOKER,
+      invocationsPerWorker: PER_WORKER ?? 'as serverless.yml says',
+    },
     machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
     targets: TARGETS,
     result: { idle, after, later, seconds, failed },
