@@ -30,6 +30,7 @@ export const MUTATION_TESTS = [
   'test/exposure.test.ts',
   'test/stdio-lines.test.ts',
   'test/linked-list.test.ts',
+  'test/worker-messages.test.ts',
 ]
 
 export default defineConfig({

@@ -27,7 +27,8 @@
  *   BENCH_SECONDS            measured seconds per cell (default 3)
  *   BENCH_WARMUP_SECONDS     warm-up seconds per cell (default 1)
  *   BENCH_INFLIGHT           in-flight levels, comma separated (default 1,16,64)
- *   BENCH_INVOKERS           invokers to run (default in-process,local)
+ *   BENCH_INVOKERS           setups to run (default in-process,local,local-shared: worker threads with
+ *                            invocationsPerWorker BENCH_PER_WORKER, default 64)
  *   BENCH_CONCURRENCY        joke-service `concurrency` override: the bridge's prefetch and,
  *                            for `local`, the worker pool size (default 64; serverless.yml says 8)
  *   BENCH_LOCAL_CONCURRENCY  override of the above for the `local` invoker only
@@ -37,7 +38,7 @@
  */
 import { resolve } from 'node:path'
 import { RequestClient } from '../bridge/trustgraph/request-client.ts'
-import { resolveSettings, type InvokerKind } from '../bridge/project/settings.ts'
+import { resolveSettings } from '../bridge/project/settings.ts'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import { startRuntime } from '../bridge/runtime.ts'
 import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory/memory-transport.ts'
@@ -49,7 +50,9 @@ import {
   fmt,
   fmtInt,
   inFlightEnv,
-  invokersEnv,
+  setupInvoker,
+  setupsEnv,
+  type BridgeSetup,
   loadAverage,
   loadJokeTool,
   machineInfo,
@@ -73,10 +76,11 @@ import {
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
 const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 1, 0)
 const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
-const INVOKER_KINDS = invokersEnv('BENCH_INVOKERS', 'in-process,local')
+const INVOKER_KINDS = setupsEnv('BENCH_INVOKERS', 'in-process,local,local-shared')
 const CONCURRENCY = Math.floor(numberEnv('BENCH_CONCURRENCY', 64, 1))
 const LOCAL_CONCURRENCY = Math.floor(numberEnv('BENCH_LOCAL_CONCURRENCY', CONCURRENCY, 1))
-const concurrencyFor = (kind: InvokerKind) => (kind === 'local' ? LOCAL_CONCURRENCY : CONCURRENCY)
+const concurrencyFor = (kind: BridgeSetup) =>
+  kind === 'in-process' || kind === 'lambda' ? CONCURRENCY : LOCAL_CONCURRENCY
 const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/bridge.json')
 
 const TARGETS = {
@@ -126,7 +130,7 @@ async function startEchoService(
 // ---------------------------------------------------------------- the bench
 
 interface Row extends CellStats {
-  invoker: 'direct' | 'echo' | InvokerKind
+  invoker: 'direct' | 'echo' | BridgeSetup
   inFlight: number
   concurrency: number | null
   ratioToBaseline: number
@@ -240,9 +244,10 @@ async function main(): Promise<void> {
 
   for (const kind of INVOKER_KINDS) {
     const concurrency = concurrencyFor(kind)
-    const served = { ...project, services: [{ ...spec, concurrency }] }
+    const { invoker, invocationsPerWorker } = setupInvoker(kind)
+    const served = { ...project, services: [{ ...spec, concurrency, invocationsPerWorker }] }
     // Embedded broker, HTTP gateway off (port ''), nothing from TOOLBRIDGE_* in the environment.
-    const runtime = await startRuntime(served, resolveSettings({ invoker: kind, port: '' }, {}), {
+    const runtime = await startRuntime(served, resolveSettings({ invoker, port: '' }, {}), {
       memoryBroker: new MemoryBroker(),
     })
     const client = new RequestClient(await runtime.connectClient(), spec)
@@ -275,7 +280,7 @@ async function main(): Promise<void> {
   }
 
   // Targets: the best throughput over the in-flight levels; the overhead at in-flight 1.
-  const best = (kind: InvokerKind) => {
+  const best = (kind: BridgeSetup) => {
     const mine = rows.filter((r) => r.invoker === kind)
     return mine.length ? mine.reduce((a, b) => (b.reqPerSec > a.reqPerSec ? b : a)) : undefined
   }

@@ -27,7 +27,8 @@
  * Targets (per bridge row): throughput >= 0.9 x baseline, p50 <= baseline p50 + 0.5 ms.
  *
  * Environment: BENCH_SECONDS (3), BENCH_WARMUP_SECONDS (0.5), BENCH_ROUNDS (3),
- * BENCH_INFLIGHT (1,16,64), BENCH_SETUPS (in-process,local),
+ * BENCH_INFLIGHT (1,16,64), BENCH_SETUPS (in-process,local,local-shared; local-shared: worker threads with
+ * invocationsPerWorker BENCH_PER_WORKER, default 64),
  * BENCH_BROKER (kafka://127.0.0.1:9092), BENCH_OUT (bench/results/kafka.json).
  */
 import { readFileSync } from 'node:fs'
@@ -45,7 +46,7 @@ import {
 import type { Message } from '@platformatic/kafka'
 import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import type { Project } from '../bridge/project/project.ts'
-import { resolveSettings, type InvokerKind } from '../bridge/project/settings.ts'
+import { resolveSettings } from '../bridge/project/settings.ts'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import { startRuntime } from '../bridge/runtime.ts'
 import { KafkaTransport } from '../bridge/transports/kafka/kafka-transport.ts'
@@ -61,7 +62,9 @@ import {
   fmtInt,
   fmtSigned,
   inFlightEnv,
-  invokersEnv,
+  setupInvoker,
+  setupsEnv,
+  type BridgeSetup,
   loadAverage,
   loadJokeTool,
   machineInfo,
@@ -83,14 +86,14 @@ const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
 const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)
 const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 3, 1))
 const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
-const BRIDGE_KINDS = invokersEnv('BENCH_SETUPS', 'in-process,local')
+const BRIDGE_KINDS = setupsEnv('BENCH_SETUPS', 'in-process,local,local-shared')
 const BROKER = process.env.BENCH_BROKER || 'kafka://127.0.0.1:9092'
 const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/kafka.json')
 const TARGETS = { throughputRatio: 0.9, p50DeltaMs: 0.5 }
 const CALL_TIMEOUT_MS = 10_000
 const STARTUP_TIMEOUT_MS = 60_000
 
-type Setup = 'baseline' | InvokerKind
+type Setup = 'baseline' | BridgeSetup
 const SETUPS: Setup[] = ['baseline', ...BRIDGE_KINDS]
 const topicOf = (setup: Setup) => (setup === 'baseline' ? 'bench-echo' : `bench-joke-${setup}`)
 const kafkaNames = (setup: Setup) => ({
@@ -201,12 +204,13 @@ async function startSetup(
       ...ctx.spec,
       id: `${SERVICE_ID}-${setup}`,
       concurrency: inFlight,
+      invocationsPerWorker: setupInvoker(setup).invocationsPerWorker,
       requestQueue: q.request,
       responseQueue: q.response,
     }
     const runtime = await startRuntime(
       { ...ctx.project, services: [spec] },
-      resolveSettings({ broker: BROKER, invoker: setup, port: '', drainTimeout: '1' }, {}),
+      resolveSettings({ broker: BROKER, invoker: setupInvoker(setup).invoker, port: '', drainTimeout: '1' }, {}),
     )
     stopService = () => runtime.stop()
   }

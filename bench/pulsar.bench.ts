@@ -30,7 +30,8 @@
  *
  * Environment:
  *   BENCH_SECONDS (3)  BENCH_WARMUP_SECONDS (0.5)  BENCH_ROUNDS (3)  BENCH_INFLIGHT (1,16,64)
- *   BENCH_SETUPS       bridge setups besides the baseline (default in-process,local)
+ *   BENCH_SETUPS       bridge setups besides the baseline (default in-process,local,local-shared;
+ *                          local-shared: worker threads, invocationsPerWorker BENCH_PER_WORKER, default 64)
  *   BENCH_BROKER       default TOOLBRIDGE_BROKER, else pulsar://127.0.0.1:6650
  *   BENCH_OUT          default bench/results/pulsar.json (git-ignored)
  */
@@ -38,7 +39,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import type { Project } from '../bridge/project/project.ts'
-import { resolveSettings, type InvokerKind } from '../bridge/project/settings.ts'
+import { resolveSettings } from '../bridge/project/settings.ts'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import type { Logger } from '../bridge/support/logger.ts'
 import { startRuntime } from '../bridge/runtime.ts'
@@ -55,7 +56,9 @@ import {
   fmt,
   fmtInt,
   inFlightEnv,
-  invokersEnv,
+  setupInvoker,
+  setupsEnv,
+  type BridgeSetup,
   loadAverage,
   loadJokeTool,
   machineInfo,
@@ -79,7 +82,7 @@ const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
 const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)
 const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 3, 1))
 const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
-const BRIDGE_KINDS = invokersEnv('BENCH_SETUPS', 'in-process,local')
+const BRIDGE_KINDS = setupsEnv('BENCH_SETUPS', 'in-process,local,local-shared')
 const BROKER =
   process.env.BENCH_BROKER ||
   (process.env.TOOLBRIDGE_BROKER?.startsWith('pulsar') ? process.env.TOOLBRIDGE_BROKER : '') ||
@@ -89,7 +92,7 @@ const CALL_TIMEOUT_MS = 5_000
 const STARTUP_TIMEOUT_MS = 60_000
 const TARGETS = { bridgeOverBaseline: 0.9, builtinOverNative: 0.8 }
 
-type Setup = 'baseline' | 'native' | InvokerKind
+type Setup = 'baseline' | 'native' | BridgeSetup
 const topicOf = (setup: Setup) => (setup === 'baseline' ? 'bench-pulsar-echo' : `bench-pulsar-${setup}`)
 
 /** Warnings and errors of the transports are printed: a reconnect during a cell makes it meaningless. */
@@ -184,10 +187,11 @@ async function startSetup(
     const service = await startEchoService(setup, inFlight, ctx.responseBody)
     stopService = () => service.close()
   } else {
-    const spec: ToolServiceSpec = { ...ctx.spec, concurrency: inFlight, ...queues }
+    const { invocationsPerWorker } = setupInvoker(setup)
+    const spec: ToolServiceSpec = { ...ctx.spec, concurrency: inFlight, invocationsPerWorker, ...queues }
     const runtime = await startRuntime(
       { ...ctx.project, services: [spec] },
-      resolveSettings({ broker: BROKER, invoker: setup, port: '', drainTimeout: '1' }, {}),
+      resolveSettings({ broker: BROKER, invoker: setupInvoker(setup).invoker, port: '', drainTimeout: '1' }, {}),
       { logger: benchLogger },
     )
     stopService = () => runtime.stop()

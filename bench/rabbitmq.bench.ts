@@ -55,7 +55,8 @@
  *   BENCH_WARMUP_SECONDS   warm-up seconds per cell (default 0.5)
  *   BENCH_ROUNDS           rounds per in-flight level (default 3)
  *   BENCH_INFLIGHT         in-flight levels, comma separated (default 1,16,64)
- *   BENCH_SETUPS           bridge setups to run besides the baseline (default in-process,local)
+ *   BENCH_SETUPS           bridge setups to run besides the baseline (default in-process,local,local-shared)
+ *   BENCH_PER_WORKER       invocationsPerWorker of local-shared (default 64)
  *   BENCH_BROKER           broker URL (default TOOLBRIDGE_BROKER, else amqp://guest:guest@127.0.0.1:5672/)
  *   BENCH_OUT              where to write the JSON (default bench/results/rabbitmq.json, git-ignored)
  */
@@ -66,7 +67,7 @@ import { connect as amqpConnect } from 'amqplib'
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib'
 import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import type { Project } from '../bridge/project/project.ts'
-import { INVOKERS, resolveSettings, type InvokerKind } from '../bridge/project/settings.ts'
+import { INVOKERS, resolveSettings } from '../bridge/project/settings.ts'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import type { Logger } from '../bridge/support/logger.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
@@ -76,13 +77,16 @@ import { handler } from '../functions/joke/handler.ts'
 import { encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } from '../shared/protocol.ts'
 import { defaultQueues, parseQueueName, rabbitExchange, rabbitQueue } from '../shared/queues.ts'
 import {
+  type BridgeSetup,
+  SHARED_SETUP,
+  setupInvoker,
+  setupsEnv,
   ARGUMENTS,
   describeMachine,
   fmt,
   fmtInt,
   fmtSigned,
   inFlightEnv,
-  invokersEnv,
   loadAverage,
   loadJokeTool,
   machineInfo,
@@ -106,7 +110,7 @@ import {
 
 const BASELINE_TOPIC = 'bench-echo'
 const BASELINE_SUBSCRIPTION = 'bench-echo-request'
-const bridgeTopic = (kind: InvokerKind) => `bench-joke-${kind}`
+const bridgeTopic = (kind: BridgeSetup) => `bench-joke-${kind}`
 const CALL_TIMEOUT_MS = 5_000
 const STARTUP_TIMEOUT_MS = 60_000
 
@@ -114,13 +118,13 @@ const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
 const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)
 const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 3, 1))
 const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
-const BRIDGE_KINDS = invokersEnv('BENCH_SETUPS', 'in-process,local')
+const BRIDGE_KINDS = setupsEnv('BENCH_SETUPS', `in-process,local,${SHARED_SETUP}`)
 const BROKER = process.env.BENCH_BROKER || process.env.TOOLBRIDGE_BROKER || 'amqp://guest:guest@127.0.0.1:5672/'
 const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/rabbitmq.json')
 
 const TARGETS = { throughputRatio: 0.9, p50DeltaMs: 0.3 }
 
-type Setup = 'baseline' | InvokerKind
+type Setup = 'baseline' | BridgeSetup
 const SETUPS: Setup[] = ['baseline', ...BRIDGE_KINDS]
 
 // ---------------------------------------------------------------- disturbances
@@ -306,7 +310,7 @@ async function startEchoService(prefetch: number, responseBody: Buffer): Promise
 async function deleteBenchTopology(): Promise<void> {
   const model = await amqpConnect(BROKER, { noDelay: true })
   try {
-    const topics = [BASELINE_TOPIC, ...(INVOKERS as readonly InvokerKind[]).map(bridgeTopic)]
+    const topics = [BASELINE_TOPIC, ...[...INVOKERS, SHARED_SETUP as BridgeSetup].map(bridgeTopic)]
     for (const topic of topics) {
       const queues = defaultQueues(topic)
       const request = parseQueueName(queues.request)
@@ -369,16 +373,18 @@ async function startSetup(
     queues = { requestQueue: q.request, responseQueue: q.response }
   } else {
     const q = defaultQueues(bridgeTopic(setup))
+    const { invoker, invocationsPerWorker } = setupInvoker(setup)
     const spec: ToolServiceSpec = {
       ...ctx.spec,
       concurrency: inFlight,
+      invocationsPerWorker,
       requestQueue: q.request,
       responseQueue: q.response,
     }
     // HTTP gateway off (port ''), nothing from TOOLBRIDGE_* in the environment; a short drain for stop().
     const runtime: Runtime = await startRuntime(
       { ...ctx.project, services: [spec] },
-      resolveSettings({ broker: BROKER, invoker: setup, port: '', drainTimeout: '1' }, {}),
+      resolveSettings({ broker: BROKER, invoker, port: '', drainTimeout: '1' }, {}),
       { logger: benchLogger },
     )
     stopService = () => runtime.stop()

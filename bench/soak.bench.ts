@@ -13,8 +13,17 @@
  * p99 (`nodejs_eventloop_lag_p99_seconds` from its own /metrics) and the
  * answers so far.
  *
- * Target: RSS after warm-up (the first 10 % of requests) grows < 10 % by the
- * end, and no request is lost (every call answered, correctly).
+ * Also once a second: the bridge's CPU time (/proc/<pid>/stat) and the
+ * machine's load average, so that a fall in throughput can be told apart:
+ * the bridge's CPU per request rising is the bridge slowing down; the same
+ * CPU per request with a higher load is the machine busy with other work.
+ *
+ * Targets, all checked in the verdict line: no request lost (every call
+ * answered, correctly); RSS after warm-up (the first 10 % of requests) grows
+ * < 10 % by the end, and never exceeds 200 MiB; the second half's req/s is
+ * at least 0.9x the first half's; the event loop's p99 delay (the median of
+ * the per-second values after warm-up; the highest is printed beside it)
+ * <= 20 ms.
  * Prints a table per tenth of the run; writes JSON and an SVG chart of RSS and
  * throughput over time.
  *
@@ -22,6 +31,7 @@
  *   BENCH_REQUESTS   requests in all (default 100000)
  *   BENCH_INFLIGHT   callers (default 32)
  *   BENCH_INVOKER    the bridge's invoker (default local: worker threads)
+ *   BENCH_PER_WORKER invocationsPerWorker for every example (default: as serverless.yml says)
  *   BENCH_BRIDGE_NODE_OPTIONS  node options for the bridge (default --max-old-space-size=160; empty: none)
  *   BENCH_BROKER     default TOOLBRIDGE_BROKER, else amqp://guest:guest@127.0.0.1:5672/
  *   BENCH_OUT        JSON path (default bench/results/soak.json); the SVG goes beside it
@@ -55,6 +65,10 @@ const BROKER = process.env.BENCH_BROKER || process.env.TOOLBRIDGE_BROKER || 'amq
 const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/soak.json')
 const SVG = OUT.replace(/\.json$/, '') + '.svg'
 const TARGET_RSS_GROWTH = 0.1
+const TARGET_RSS_MIB = 200
+const TARGET_SECOND_HALF_RATIO = 0.9
+const TARGET_EVENT_LOOP_P99_MS = 20
+const PER_WORKER = process.env.BENCH_PER_WORKER ? Math.floor(numberEnv('BENCH_PER_WORKER', 1, 1)) : undefined
 const WARMUP_FRACTION = 0.1
 const CALL_TIMEOUT_MS = 30_000
 const INVOKER = process.env.BENCH_INVOKER || 'local'
@@ -73,6 +87,10 @@ interface Sample {
   /** The bridge's main-thread heap in use (worker threads have their own). */
   heapUsedMiB: number
   eventLoopP99Ms: number
+  /** The bridge process's CPU time so far (all threads), seconds. */
+  cpuSeconds: number
+  /** The machine's 1-minute load average. */
+  load1: number
 }
 
 /**
@@ -88,7 +106,10 @@ async function startBridge(): Promise<{ pid: number; url: string; stop(): Promis
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
   const yml = readFileSync(resolve(ROOT, 'serverless.yml'), 'utf8').replace(
     /^( +topic: )(\S+)$/gm,
-    (_, key: string, topic: string) => key + SOAK_TOPIC(topic),
+    (_, key: string, topic: string) =>
+      key +
+      SOAK_TOPIC(topic) +
+      (PER_WORKER === undefined ? '' : `\n${key.replace('topic: ', 'invocationsPerWorker: ')}${PER_WORKER}`),
   )
   writeFileSync(SOAK_YML, yml)
   const args = [
@@ -131,6 +152,13 @@ async function startBridge(): Promise<{ pid: number; url: string; stop(): Promis
   }
 }
 
+/** utime + stime of a process, seconds (clock ticks of 1/100 s, as on Linux). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / 100
+}
+
 function rssMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   const kb = Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1])
@@ -150,6 +178,17 @@ async function fromMetrics(url: string): Promise<{ eventLoopP99Ms: number; heapU
   }
 }
 
+/** The bridge's CPU time per request answered between two samples, µs. */
+const perRequestUs = (from: Sample, to: Sample) =>
+  ((to.cpuSeconds - from.cpuSeconds) * 1e6) / Math.max(1, to.answered - from.answered)
+
+const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / Math.max(1, values.length)
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
+}
+
 async function main(): Promise<void> {
   const { project } = loadJokeTool()
   const spec = (id: string) => {
@@ -160,7 +199,7 @@ async function main(): Promise<void> {
   const machine = machineInfo({})
   console.log(describeMachine(machine))
   console.log(
-    `soak: ${fmtInt(TOTAL)} requests, ${IN_FLIGHT} in flight, ${INVOKER} invoker, node ${BRIDGE_NODE_OPTIONS || '(no options)'}, bridge on ${BROKER.replace(/\/\/[^@]*@/, '//')}`,
+    `soak: ${fmtInt(TOTAL)} requests, ${IN_FLIGHT} in flight, ${INVOKER} invoker${PER_WORKER === undefined ? '' : `, invocationsPerWorker ${PER_WORKER}`}, node ${BRIDGE_NODE_OPTIONS || '(no options)'}, bridge on ${BROKER.replace(/\/\/[^@]*@/, '//')}`,
   )
 
   const bridge = await startBridge()
@@ -222,6 +261,8 @@ async function main(): Promise<void> {
       seconds: (performance.now() - started) / 1000,
       answered,
       rssMiB: rssMiB(bridge.pid),
+      cpuSeconds: cpuSeconds(bridge.pid),
+      load1: loadAverage()[0]!,
       ...(await fromMetrics(bridge.url)),
     })
   }
@@ -249,6 +290,8 @@ async function main(): Promise<void> {
     rssMiB: number
     heapUsedMiB: number
     eventLoopP99Ms: number
+    cpuUsPerReq: number
+    load1: number
   }
   const rows: Row[] = []
   let previous = samples[0]!
@@ -262,6 +305,8 @@ async function main(): Promise<void> {
       rssMiB: sample.rssMiB,
       heapUsedMiB: sample.heapUsedMiB,
       eventLoopP99Ms: sample.eventLoopP99Ms,
+      cpuUsPerReq: perRequestUs(previous, sample),
+      load1: sample.load1,
     })
     previous = sample
   }
@@ -273,6 +318,8 @@ async function main(): Promise<void> {
     { title: 'RSS MiB', width: 7, cell: (r) => fmt(r.rssMiB, 1) },
     { title: 'heap MiB', width: 8, cell: (r) => fmt(r.heapUsedMiB, 1) },
     { title: 'loop p99 ms', width: 11, cell: (r) => fmt(r.eventLoopP99Ms, 1) },
+    { title: 'cpu us/req', width: 10, cell: (r) => fmt(r.cpuUsPerReq, 0) },
+    { title: 'load 1m', width: 7, cell: (r) => fmt(r.load1, 1) },
   ]
   printHeader(columns)
   for (const row of rows) printRow(columns, row)
@@ -284,11 +331,31 @@ async function main(): Promise<void> {
   // Whether it levels off: growth over the second half alone.
   const half = samples.find((s) => s.answered >= TOTAL / 2)!
   const secondHalfGrowth = (end.rssMiB - half.rssMiB) / half.rssMiB
+  const start = samples[0]!
+  const firstHalfReqPerSec = (half.answered - start.answered) / (half.seconds - start.seconds)
+  const secondHalfReqPerSec = (end.answered - half.answered) / (end.seconds - half.seconds)
+  const secondHalfRatio = secondHalfReqPerSec / firstHalfReqPerSec
+  const loopP99s = samples.filter((s) => s.answered >= afterWarmup.answered).map((s) => s.eventLoopP99Ms)
+  const loopP99Ms = median(loopP99s)
+  const loopP99MaxMs = Math.max(...loopP99s)
+  const checks = {
+    lost: lost.length === 0,
+    rssGrowth: growth < TARGET_RSS_GROWTH,
+    rss: peak <= TARGET_RSS_MIB,
+    secondHalf: secondHalfRatio >= TARGET_SECOND_HALF_RATIO,
+    eventLoop: loopP99Ms <= TARGET_EVENT_LOOP_P99_MS,
+  }
+  const verdict = (met: boolean) => (met ? 'met' : 'MISSED')
   console.log(
     `\n${fmtInt(answered)} answered in ${fmt(seconds, 1)} s (${fmtInt(answered / seconds)} req/s); lost or wrong: ${lost.length}` +
       `\nRSS after warm-up ${fmt(afterWarmup.rssMiB, 1)} MiB, at the end ${fmt(end.rssMiB, 1)} MiB (${growth >= 0 ? '+' : ''}${fmt(growth * 100, 1)} %), peak ${fmt(peak, 1)} MiB` +
       `\nRSS over the second half: ${fmt(half.rssMiB, 1)} -> ${fmt(end.rssMiB, 1)} MiB (${secondHalfGrowth >= 0 ? '+' : ''}${fmt(secondHalfGrowth * 100, 1)} %)` +
-      `\ntarget RSS growth < ${TARGET_RSS_GROWTH * 100} %: ${growth < TARGET_RSS_GROWTH ? 'met' : 'MISSED'}; no request lost: ${lost.length === 0 ? 'met' : 'MISSED'}`,
+      `\nreq/s: first half ${fmtInt(firstHalfReqPerSec)} (bridge ${fmt(perRequestUs(start, half), 0)} us CPU/request, load ${fmt(mean(samples.filter((s) => s.answered < half.answered).map((s) => s.load1)), 1)}), ` +
+      `second half ${fmtInt(secondHalfReqPerSec)} (${fmt(perRequestUs(half, end), 0)} us CPU/request, load ${fmt(mean(samples.filter((s) => s.answered >= half.answered).map((s) => s.load1)), 1)})` +
+      `\nevent-loop p99 after warm-up: median ${fmt(loopP99Ms, 1)} ms, highest ${fmt(loopP99MaxMs, 1)} ms` +
+      `\ntargets: no request lost: ${verdict(checks.lost)}; RSS growth < ${TARGET_RSS_GROWTH * 100} %: ${verdict(checks.rssGrowth)}; ` +
+      `RSS <= ${TARGET_RSS_MIB} MiB: ${verdict(checks.rss)}; second half >= ${TARGET_SECOND_HALF_RATIO}x first half (${fmt(secondHalfRatio, 2)}x): ${verdict(checks.secondHalf)}; ` +
+      `event-loop p99 <= ${TARGET_EVENT_LOOP_P99_MS} ms: ${verdict(checks.eventLoop)}`,
   )
   for (const line of lost.slice(0, 10)) console.log(`  ${line}`)
   console.log(`load average after the run: ${loadAverage().join(' ')}`)
@@ -319,9 +386,17 @@ async function main(): Promise<void> {
       inFlight: IN_FLIGHT,
       warmupFraction: WARMUP_FRACTION,
       invoker: INVOKER,
+      invocationsPerWorker: PER_WORKER ?? 'as serverless.yml says',
       bridgeNodeOptions: BRIDGE_NODE_OPTIONS,
     },
-    target: { rssGrowth: TARGET_RSS_GROWTH, lost: 0 },
+    target: {
+      rssGrowth: TARGET_RSS_GROWTH,
+      lost: 0,
+      rssMiB: TARGET_RSS_MIB,
+      secondHalfRatio: TARGET_SECOND_HALF_RATIO,
+      eventLoopP99Ms: TARGET_EVENT_LOOP_P99_MS,
+    },
+    checks,
     result: {
       seconds,
       answered,
@@ -331,13 +406,18 @@ async function main(): Promise<void> {
       rssGrowth: growth,
       secondHalfRssGrowth: secondHalfGrowth,
       peakRssMiB: peak,
+      firstHalfReqPerSec,
+      secondHalfReqPerSec,
+      secondHalfRatio,
+      eventLoopP99Ms: loopP99Ms,
+      eventLoopP99MaxMs: loopP99MaxMs,
     },
     machine,
     rows,
     samples,
   })
   console.log(`wrote ${relative(process.cwd(), SVG)}`)
-  if (lost.length > 0 || growth >= TARGET_RSS_GROWTH) process.exitCode = 1
+  if (!Object.values(checks).every(Boolean)) process.exitCode = 1
 }
 
 await main()

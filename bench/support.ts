@@ -57,6 +57,30 @@ export function invokersEnv(name: string, fallback: string): InvokerKind[] {
   })
 }
 
+/**
+ * What a bench serves the tool with: an invoker, or `local-shared`, the
+ * worker threads with several invocations per worker (`invocationsPerWorker`
+ * BENCH_PER_WORKER, default 64).
+ */
+export const SHARED_SETUP = 'local-shared'
+export type BridgeSetup = InvokerKind | typeof SHARED_SETUP
+export const PER_WORKER = Math.floor(numberEnv('BENCH_PER_WORKER', 64, 1))
+
+export function setupsEnv(name: string, fallback: string): BridgeSetup[] {
+  return listEnv(name, fallback).map((s) => {
+    if (s !== SHARED_SETUP && !(INVOKERS as readonly string[]).includes(s))
+      throw new Error(`${name}: "${s}" must be one of ${[...INVOKERS, SHARED_SETUP].join(', ')}`)
+    return s as BridgeSetup
+  })
+}
+
+/** The invoker a setup runs on, and its service's `invocationsPerWorker`. */
+export function setupInvoker(setup: BridgeSetup): { invoker: InvokerKind; invocationsPerWorker: number } {
+  return setup === SHARED_SETUP
+    ? { invoker: 'local', invocationsPerWorker: PER_WORKER }
+    : { invoker: setup, invocationsPerWorker: 1 }
+}
+
 // ---------------------------------------------------------------- the tool both benches call
 
 export const SERVICE_ID = 'joke-service'

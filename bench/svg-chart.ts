@@ -82,7 +82,7 @@ export function lineChartSvg(chart: Chart): string {
       .map(([x, y], j) => `${j === 0 ? 'M' : 'L'}${px(x).toFixed(1)},${py(y, series.axis).toFixed(1)}`)
       .join(' ')
     parts.push(`<path d="${d}" fill="none" stroke="${series.color}" stroke-width="1.5"/>`)
-    const lx = MARGIN.left + 10 + i * 200
+    const lx = MARGIN.left + 10 + i * Math.min(200, plotW / chart.series.length)
     parts.push(
       `<line x1="${lx}" x2="${lx + 18}" y1="${MARGIN.top - 8}" y2="${MARGIN.top - 8}" stroke="${series.color}" stroke-width="2"/>`,
     )

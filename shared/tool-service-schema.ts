@@ -78,6 +78,8 @@ export const toolServiceSchema = {
     template: {},
     answer: { enum: ANSWER_FORMATS },
     concurrency: { type: 'integer', minimum: 1, maximum: 1024 },
+    /** Invocations one worker thread runs at once (`local` invoker); 1 (default) is Lambda's one at a time. */
+    invocationsPerWorker: { type: 'integer', minimum: 1, maximum: 1024 },
     timeout: { type: 'number', exclusiveMinimum: 0, maximum: 900 },
     tools: {
       type: 'array',

@@ -161,11 +161,22 @@ const callError = (promise: Promise<unknown>) =>
 
 const STACK_LINE = /^\s*at /m
 
-describe.each(LOCAL_INVOKERS)('the bridge with the %s invoker', (invoker) => {
+/** Every service of a project with several invocations per worker thread. */
+const sharingWorkers = (project: Project, invocationsPerWorker: number): Project => ({
+  ...project,
+  services: project.services.map((spec) => ({ ...spec, invocationsPerWorker })),
+})
+
+const VARIANTS = [
+  ...LOCAL_INVOKERS.map((invoker) => ({ name: `the ${invoker} invoker`, invoker, perWorker: 1 })),
+  { name: 'worker threads running 4 invocations each', invoker: 'local' as const, perWorker: 4 },
+]
+
+describe.each(VARIANTS)('the bridge with $name', ({ invoker, perWorker }) => {
   /** Worker threads can be terminated; the in-process invoker cannot survive a blocked loop or process.exit. */
   const isolated = invoker === 'local'
-  const faults = new Harness(loadProject(FAULTS_YML))
-  const examples = new Harness(loadProject(EXAMPLES_YML))
+  const faults = new Harness(sharingWorkers(loadProject(FAULTS_YML), perWorker))
+  const examples = new Harness(sharingWorkers(loadProject(EXAMPLES_YML), perWorker))
 
   beforeAll(async () => {
     await Promise.all([faults.start(settingsFor(invoker)), examples.start(settingsFor(invoker))])

@@ -121,6 +121,7 @@ describe('readToolServices', () => {
       configParams: [{ name: 'style', required: false }],
       response: 'single',
       concurrency: 8,
+      invocationsPerWorker: 1,
       timeoutMs: 30_000,
       memoryMb: undefined,
       environment: {},
@@ -164,6 +165,14 @@ describe('readToolServices', () => {
     const spec = only(readToolServices(p))
     expect(spec.response).toBe('stream')
     expect(spec.concurrency).toBe(3)
+  })
+
+  it('reads invocationsPerWorker (default 1, one invocation at a time per worker) and refuses 0', () => {
+    const p = project()
+    joke(p).invocationsPerWorker = 16
+    expect(only(readToolServices(p)).invocationsPerWorker).toBe(16)
+    joke(p).invocationsPerWorker = 0
+    expect(configError(p).message).toBe('functions.joke.toolService.invocationsPerWorker: must be >= 1')
   })
 
   it('accepts a config param given as a bare string, not required', () => {

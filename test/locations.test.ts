@@ -92,6 +92,18 @@ describe('reading where a function runs', () => {
     }
   })
 
+  it('refuses invocationsPerWorker on a function that does not run in worker threads', () => {
+    for (const extra of [{ function: ARN }, { url: 'http://x' }]) {
+      const doc = {
+        ...serverless('http://x'),
+        custom: { toolServices: { elsewhere: toolService('elsewhere', { ...extra, invocationsPerWorker: 4 }) } },
+      }
+      expect(() => readToolServices(doc)).toThrow(
+        /^custom\.toolServices\.elsewhere\.invocationsPerWorker: is for a function of this serverless\.yml run in worker threads/,
+      )
+    }
+  })
+
   it('refuses a function of serverless.yml with no handler:', () => {
     const doc = { service: 'places', functions: { image: { image: 'repo/fn:1', toolService: toolService('image') } } }
     expect(() => readToolServices(doc)).toThrow(/^functions\.image\.handler: missing/)

@@ -11,6 +11,7 @@ import type { FunctionTarget, Outcome } from '../bridge/invokers/invoker.ts'
 import { WorkerThreadInvoker } from '../bridge/invokers/local.ts'
 import { resolveSettings, type WorkerPoolSettings } from '../bridge/project/settings.ts'
 import type { HandlerLocation } from '../bridge/project/tool-services.ts'
+import { threadGate } from './support/thread-gate.ts'
 
 const FAULTS_DIR = fileURLToPath(new URL('./fixtures/faults', import.meta.url))
 /** Far above how long any of these calls runs: a fail-safe, not a measure. */
@@ -47,7 +48,7 @@ async function threadOf(outcome: Promise<Outcome>): Promise<string> {
 
 type Fn = FunctionTarget<HandlerLocation>
 
-const call = (on: WorkerThreadInvoker, fn: Fn, event: { ms?: number; gate?: Int32Array } = {}) =>
+const call = (on: WorkerThreadInvoker, fn: Fn, event: { ms?: number; gate?: string } = {}) =>
   threadOf(on.invoke({ target: fn, event, onChunk: () => {} }))
 
 /**
@@ -56,14 +57,13 @@ const call = (on: WorkerThreadInvoker, fn: Fn, event: { ms?: number; gate?: Int3
  * with how to open the gate and the thread ids they answer with.
  */
 async function heldAtOnce(on: WorkerThreadInvoker, fn: Fn, count: number, running = count) {
-  const gate = new Int32Array(new SharedArrayBuffer(8))
-  const answers = Promise.all(Array.from({ length: count }, () => call(on, fn, { gate })))
-  await until(() => Atomics.load(gate, 1) === running)
+  const gate = threadGate()
+  const answers = Promise.all(Array.from({ length: count }, () => call(on, fn, { gate: gate.name })))
+  await until(() => gate.inside() === running)
   return {
     answers,
     open() {
-      Atomics.store(gate, 0, 1)
-      Atomics.notify(gate, 0)
+      gate.open()
       return answers
     },
   }

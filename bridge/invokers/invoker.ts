@@ -17,6 +17,11 @@ export interface FunctionTarget<L extends FunctionLocation = FunctionLocation> {
   timeoutMs: number
   /** Upper bound on simultaneous invocations of this function. */
   concurrency: number
+  /**
+   * Invocations one worker thread may run at once (the `local` invoker); 1,
+   * the default, is Lambda's one at a time.
+   */
+  invocationsPerWorker?: number | undefined
   /** Lambda's `memorySize` in MB, if set: in worker threads, each environment's heap limit. */
   memoryMb?: number | undefined
   /** Variables from serverless.yml `environment:` (provider's, then the function's); worker threads apply them. */

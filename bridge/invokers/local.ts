@@ -1,12 +1,22 @@
 /**
  * Runs handlers in worker threads, Lambda-like: each worker is one execution
- * environment of one function, handles one invocation at a time and keeps
- * its module state between them. A function that throws becomes an error
- * response; one that times out, loops forever, floods a stream, outgrows its
- * memorySize or kills its thread has its worker terminated and replaced, and
- * the bridge keeps serving. A worker sees only its function's environment
- * variables (function-environment.ts). Worker threads share the bridge's
- * process: they contain faults, they are not a security boundary.
+ * environment of one function and keeps its module state between
+ * invocations. By default it handles one invocation at a time, as Lambda
+ * does; a function with `invocationsPerWorker: N` (for async handlers that
+ * mostly wait) lets each worker hold up to N at once, and then the function
+ * has no more workers than the machine has cores.
+ *
+ * A function that throws becomes an error response; one that times out,
+ * loops forever, floods a stream, outgrows its memorySize or kills its
+ * thread has its worker terminated and replaced, and the bridge keeps
+ * serving. When a worker ends, every invocation it held is answered with an
+ * error, and no other. With several invocations per worker, one that times
+ * out is answered at once and given up inside the worker (its stream
+ * closed, its result dropped); only if the worker does not confirm that
+ * within CANCEL_GRACE_MS (code that never yields) is the worker terminated.
+ * A worker sees only its function's environment variables
+ * (function-environment.ts). Worker threads share the bridge's process:
+ * they contain faults, they are not a security boundary.
  */
 import { randomUUID } from 'node:crypto'
 import { getCompileCacheDir } from 'node:module'
@@ -23,15 +33,31 @@ import { silentLogger, type Logger } from '../support/logger.ts'
 import { functionEnvironment } from './function-environment.ts'
 import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
 import { DEFAULT_MAX_STREAM_BYTES } from './run-handler.ts'
-import type { FromWorker, ToWorker, WorkerSetup } from './worker.ts'
+import {
+  post,
+  read,
+  type FromWorker,
+  type InvocationEnd,
+  type Posted,
+  type ToWorker,
+  type WorkerCall,
+  type WorkerSetup,
+} from './worker-messages.ts'
 
 const WORKER_SCRIPT = new URL('./worker-entry.js', import.meta.url)
-/** Environments of one function starting at once. */
-const STARTING_AT_ONCE = availableParallelism()
+/** Environments of one function starting at once; also the most a function sharing its workers gets. */
+const CORES = availableParallelism()
 const MB = 1024 * 1024
-const CREDIT: ToWorker = { type: 'credit' }
+/**
+ * How long a worker holding several invocations has to confirm that it gave
+ * up one that timed out. A worker whose event loop turns answers within
+ * milliseconds; one that does not is stuck in code that never yields.
+ */
+export const CANCEL_GRACE_MS = 1000
 
 interface Running {
+  /** When the invocation times out (performance.now()). */
+  deadline: number
   finish(outcome: Outcome): void
   onChunk(text: string): void
 }
@@ -41,24 +67,55 @@ interface EnvironmentOptions {
   memoryMb: number | undefined
   env: Record<string, string>
   logger: Logger
+  timeoutMs: number
+  /** Invocations the worker may hold at once. */
+  perWorker: number
 }
 
-/** One worker thread and the invocation it is running, if any. */
+interface EnvironmentHooks {
+  /** One invocation's place in the worker is free again. */
+  onFree(env: Environment): void
+  /** The worker ended (crash, timeout, memory): the pool forgets it. */
+  onDeath(env: Environment): void
+  /** It may be stuck (a timed-out invocation not yet given up): it takes no new invocations until onResume. */
+  onPause(env: Environment): void
+  onResume(env: Environment): void
+}
+
+let nextCallId = 0
+
+/** One worker thread and the invocations it is running. */
 class Environment {
   readonly worker: Worker
   /** Resolves with a load error message, or undefined once the handler is loaded. */
   readonly ready: Promise<string | undefined>
-  running: Running | undefined
+  /** Invocations running, oldest first: they share one timeout, so their deadlines are in this order too. */
+  private readonly calls = new Map<number, Running>()
+  /** Invocations answered with a timeout that the worker has not yet confirmed it gave up. */
+  private readonly cancelling = new Set<number>()
+  /** Places taken by the pool (invocations reserved, running, or being given up). */
+  held = 0
+  /** Whether the pool has it among those with a free place. */
+  spare = false
+  /** Waiting for the worker to confirm it gave up timed-out invocations: no new ones meanwhile. */
+  paused = false
+  /** When it last became idle (performance.now()). */
+  idleSince = 0
   dead = false
   private readonly options: EnvironmentOptions
-  private readonly onDeath: (env: Environment) => void
+  private readonly hooks: EnvironmentHooks
   private markReady: (error: string | undefined) => void = () => {}
   /** The heap limit V8 gave the worker, as the worker measured it. */
   private heapLimitMb: number | undefined
+  /** One timer for every timeout of the environment, armed for the oldest invocation's deadline. */
+  private timeoutTimer: NodeJS.Timeout | undefined
+  private graceTimer: NodeJS.Timeout | undefined
+  /** Invocations to send in the next batch (several per worker only). */
+  private outbox: WorkerCall[] = []
 
-  constructor(options: EnvironmentOptions, onDeath: (env: Environment) => void) {
+  constructor(options: EnvironmentOptions, hooks: EnvironmentHooks) {
     this.options = options
-    this.onDeath = onDeath
+    this.hooks = hooks
     this.ready = new Promise((resolve) => (this.markReady = resolve))
     this.worker = new Worker(WORKER_SCRIPT, {
       workerData: options.setup,
@@ -67,7 +124,7 @@ class Environment {
       stderr: false,
       resourceLimits: resourceLimitsFor(options.memoryMb),
     })
-    this.worker.on('message', (message: FromWorker) => this.take(message))
+    this.worker.on('message', (posted: Posted<FromWorker>) => this.take(read(posted)))
     this.worker.on('error', (err: Error & { code?: string }) =>
       this.die(
         err.code === 'ERR_WORKER_OUT_OF_MEMORY'
@@ -76,6 +133,31 @@ class Environment {
       ),
     )
     this.worker.on('exit', (code) => this.die(`its worker exited with code ${code}`))
+  }
+
+  /** Runs one invocation in this worker; the pool reserved its place. */
+  run(event: unknown, onChunk: (text: string) => void): Promise<Outcome> {
+    const id = ++nextCallId
+    const { timeoutMs, perWorker } = this.options
+    return new Promise<Outcome>((resolve) => {
+      this.calls.set(id, { deadline: performance.now() + timeoutMs, finish: resolve, onChunk })
+      this.armTimeout()
+      const call: WorkerCall = { id, requestId: randomUUID(), timeoutMs, event }
+      if (perWorker === 1) return this.post({ type: 'invoke', calls: [call] })
+      // Invocations taken in one turn of the event loop go to the worker in one message.
+      if (this.outbox.length === 0) setImmediate(() => this.flush())
+      this.outbox.push(call)
+    })
+  }
+
+  private flush(): void {
+    const calls = this.outbox
+    this.outbox = []
+    if (!this.dead) this.post({ type: 'invoke', calls })
+  }
+
+  private post(message: ToWorker): void {
+    this.worker.postMessage(post(message))
   }
 
   private take(message: FromWorker): void {
@@ -88,9 +170,18 @@ class Environment {
         this.markReady(message.message)
         return void this.worker.terminate()
       case 'chunk':
-        this.worker.postMessage(CREDIT)
-        return this.running?.onChunk(message.text)
-      default: {
+        this.post({ type: 'credit', id: message.id })
+        return this.calls.get(message.id)?.onChunk(message.text)
+      case 'cancelled':
+        for (const id of message.ids) if (this.cancelling.delete(id)) this.hooks.onFree(this)
+        if (this.cancelling.size === 0) {
+          clearTimeout(this.graceTimer)
+          this.graceTimer = undefined
+          this.paused = false
+          this.hooks.onResume(this)
+        }
+        return
+      case 'ended': {
         const { memoryMb } = this.options
         if (memoryMb !== undefined && message.arrayBufferBytes > memoryMb * MB) {
           void this.worker.terminate()
@@ -99,15 +190,71 @@ class Environment {
             `it ran out of memory (${kept} MB of Buffer/ArrayBuffer memory kept after the invocation; memorySize ${memoryMb} MB)`,
           )
         }
-        return this.running?.finish(
-          message.type === 'done'
-            ? { ok: true, text: message.text }
-            : message.type === 'too-large'
-              ? { ok: false, kind: 'too-large', message: message.message }
-              : functionError(message.errorType, message.errorMessage),
-        )
+        for (const end of message.ends) {
+          const running = this.calls.get(end.id)
+          if (!running) continue // answered already (timed out)
+          this.calls.delete(end.id)
+          running.finish(outcomeOf(end))
+          this.hooks.onFree(this)
+        }
+        return
       }
     }
+  }
+
+  private armTimeout(): void {
+    if (this.timeoutTimer !== undefined || this.dead) return
+    const oldest = this.calls.values().next().value
+    if (!oldest) return
+    this.timeoutTimer = setTimeout(() => this.expire(), Math.max(0, Math.ceil(oldest.deadline - performance.now())))
+    this.timeoutTimer.unref() // the worker keeps the process alive while it runs
+  }
+
+  /** Answers every invocation past its deadline with a timeout, and stops it. */
+  private expire(): void {
+    this.timeoutTimer = undefined
+    const now = performance.now()
+    const expired: number[] = []
+    for (const [id, running] of this.calls) {
+      if (running.deadline > now) break
+      expired.push(id)
+    }
+    if (expired.length === 0) return this.armTimeout()
+    const { functionName } = this.options.setup
+    const timedOut: Outcome = {
+      ok: false,
+      kind: 'timeout',
+      message: `function "${functionName}" timed out after ${this.options.timeoutMs} ms`,
+    }
+    if (this.options.perWorker === 1) {
+      // The only way to stop code that may never yield; the worker held this invocation alone.
+      void this.end()
+      this.calls.get(expired[0]!)?.finish(timedOut)
+      this.calls.clear()
+      return this.hooks.onDeath(this)
+    }
+    for (const id of expired) {
+      this.calls.get(id)?.finish(timedOut)
+      this.calls.delete(id)
+      this.cancelling.add(id)
+    }
+    this.post({ type: 'cancel', ids: expired })
+    if (!this.paused) {
+      this.paused = true
+      this.hooks.onPause(this)
+    }
+    this.graceTimer ??= setTimeout(() => this.unresponsive(), CANCEL_GRACE_MS)
+    this.armTimeout()
+  }
+
+  /** The worker did not give up a timed-out invocation: its event loop is stuck. */
+  private unresponsive(): void {
+    this.graceTimer = undefined
+    if (this.cancelling.size === 0 || this.dead) return
+    void this.worker.terminate()
+    this.die(
+      `a timed-out invocation did not give its worker back within ${CANCEL_GRACE_MS} ms (code that never yields), so the worker was ended`,
+    )
   }
 
   private limits(): string {
@@ -119,58 +266,94 @@ class Environment {
   private die(message: string): void {
     if (this.dead) return
     this.dead = true
+    this.stopTimers()
     this.markReady(message)
     const { functionName } = this.options.setup
-    if (this.running) {
-      this.running.finish({ ok: false, kind: 'crash', message: `function "${functionName}" crashed: ${message}` })
+    if (this.calls.size > 0) {
+      const crashed: Outcome = { ok: false, kind: 'crash', message: `function "${functionName}" crashed: ${message}` }
+      for (const running of this.calls.values()) running.finish(crashed)
+      this.calls.clear()
     } else {
       this.options.logger.warn(
         { fn: functionName },
         `function "${functionName}": a worker thread ended between invocations (${message}); the next invocation starts a new one`,
       )
     }
-    this.onDeath(this)
+    this.hooks.onDeath(this)
   }
 
-  /** Ends the environment on purpose (timeout, load failure, shutdown): no crash to report. */
+  private stopTimers(): void {
+    clearTimeout(this.timeoutTimer)
+    clearTimeout(this.graceTimer)
+    this.timeoutTimer = undefined
+    this.graceTimer = undefined
+  }
+
+  /** Ends the environment on purpose (timeout, load failure, shutdown, idle): no crash to report. */
   end(): Promise<number> {
     this.dead = true
+    this.stopTimers()
     return this.worker.terminate()
   }
 }
 
+function outcomeOf(end: InvocationEnd): Outcome {
+  switch (end.type) {
+    case 'done':
+      return { ok: true, text: end.text }
+    case 'too-large':
+      return { ok: false, kind: 'too-large', message: end.message }
+    case 'error':
+      return functionError(end.errorType, end.errorMessage)
+  }
+}
+
 /**
- * The environments of one function, at most `max` of them, started on
- * demand: one more only while invocations wait for an environment and fewer
- * are starting than wait, and whichever environment is free first (a new one
- * or one that finished) takes the oldest waiting invocation. Starting one is
- * CPU work, so no more start at once than the machine has cores: more would
+ * The environments of one function, at most `max` of them, each holding up
+ * to `perWorker` invocations, started on demand: one more only while
+ * invocations wait for a place and the environments starting cannot take
+ * them all, and a free place (in a new environment or one that finished an
+ * invocation) goes to the oldest waiting invocation. Starting one is CPU
+ * work, so no more start at once than the machine has cores: more would
  * only make each later. And one is started only for an invocation that has
  * waited as long as the last start took: one that an environment frees up
  * within that time would gain nothing from a new one (the common case for
  * short calls on a busy main thread), while a function that really holds its
- * environments gets more after that short wait. Idle ones are
- * used most recently freed first, so that the others stay idle and are ended
- * after the idle timeout; an environment running an invocation is never idle.
+ * environments gets more after that short wait. Places are taken from the
+ * environment most recently given one back, so that invocations gather in
+ * few environments (several per message to them) and the others stay idle
+ * and are ended after the idle timeout; an environment running an
+ * invocation is never idle.
  */
 class Pool {
-  /** Free environments, the most recently freed last. */
-  private readonly idle: Environment[] = []
-  /** When each idle environment was freed. */
-  private readonly idleSince = new WeakMap<Environment, number>()
+  /** Started environments with a free place, the one to use next last. */
+  private readonly spare: Environment[] = []
   private readonly all = new Set<Environment>()
   private readonly starting = new Set<Environment>()
   private readonly waiting: { take: (env: Environment) => void; since: number }[] = []
   /** How long the last environment took to start, ms: how long an invocation waits before another starts for it. */
   private patienceMs = 0
   private growTimer: NodeJS.Timeout | undefined
-  private readonly max: number
-  private readonly sizing: WorkerPoolSettings
-  private readonly create: (onDeath: (env: Environment) => void) => Environment
   private retireTimer: NodeJS.Timeout | undefined
+  private readonly max: number
+  private readonly perWorker: number
+  private readonly sizing: WorkerPoolSettings
+  private readonly create: (hooks: EnvironmentHooks) => Environment
+  private readonly hooks: EnvironmentHooks = {
+    onFree: (env) => this.release(env),
+    onDeath: (env) => this.forget(env),
+    onPause: (env) => this.unspare(env),
+    onResume: (env) => this.resume(env),
+  }
 
-  constructor(max: number, sizing: WorkerPoolSettings, create: (onDeath: (env: Environment) => void) => Environment) {
+  constructor(
+    max: number,
+    perWorker: number,
+    sizing: WorkerPoolSettings,
+    create: (hooks: EnvironmentHooks) => Environment,
+  ) {
     this.max = max
+    this.perWorker = perWorker
     this.sizing = sizing
     this.create = create
   }
@@ -179,26 +362,40 @@ class Pool {
     return this.all.size
   }
 
-  /** An environment that has started (or failed to: its `ready` says which). */
+  /** A place in an environment that has started (or failed to: its `ready` says which). */
   acquire(): Promise<Environment> {
-    const env = this.idle.pop()
-    if (env) return Promise.resolve(env)
+    const env = this.spare.at(-1)
+    if (env) {
+      this.hold(env)
+      return Promise.resolve(env)
+    }
     return new Promise((resolve) => {
       this.waiting.push({ take: resolve, since: performance.now() })
       this.grow()
     })
   }
 
+  /** Gives back one place in an environment. */
   release(env: Environment): void {
     if (env.dead) return
+    env.held--
+    if (env.paused) return // its places are handed out again on resume
     const next = this.waiting.shift()
-    if (next) return next.take(env)
-    this.idle.push(env)
-    this.idleSince.set(env, performance.now())
-    this.scheduleRetirement()
+    if (next) {
+      env.held++
+      return next.take(env)
+    }
+    if (!env.spare) {
+      env.spare = true
+      this.spare.push(env)
+    }
+    if (env.held === 0) {
+      env.idleSince = performance.now()
+      this.scheduleRetirement()
+    }
   }
 
-  /** Ends an environment (timeout, load failure); a waiting invocation gets a fresh one. */
+  /** Ends an environment (load failure); a waiting invocation gets a fresh one. */
   discard(env: Environment): void {
     if (!env.dead) void env.end()
     this.forget(env)
@@ -210,6 +407,36 @@ class Pool {
     await Promise.all([...this.all].map((env) => env.end()))
   }
 
+  /** A paused environment's free places, to waiting invocations first. */
+  private resume(env: Environment): void {
+    if (env.dead) return
+    while (env.held < this.perWorker) {
+      const next = this.waiting.shift()
+      if (!next) break
+      env.held++
+      next.take(env)
+    }
+    if (env.held < this.perWorker && !env.spare) {
+      env.spare = true
+      this.spare.push(env)
+    }
+    if (env.held === 0) {
+      env.idleSince = performance.now()
+      this.scheduleRetirement()
+    }
+  }
+
+  private unspare(env: Environment): void {
+    if (!env.spare) return
+    env.spare = false
+    this.spare.splice(this.spare.lastIndexOf(env), 1)
+  }
+
+  private hold(env: Environment): void {
+    env.held++
+    if (env.held >= this.perWorker) this.unspare(env)
+  }
+
   private grow(): void {
     const now = performance.now()
     // Waiters are in arrival order: those that waited long enough come first. With no environment
@@ -217,7 +444,8 @@ class Pool {
     const running = this.all.size > this.starting.size
     let due = 0
     while (due < this.waiting.length && (!running || now - (this.waiting[due]?.since ?? now) >= this.patienceMs)) due++
-    while (this.starting.size < Math.min(due, STARTING_AT_ONCE) && this.all.size < this.max) this.spawn()
+    while (this.starting.size * this.perWorker < due && this.starting.size < CORES && this.all.size < this.max)
+      this.spawn()
     // The others are looked at again once the oldest of them has waited long enough.
     const next = this.waiting[due]
     if (next && this.growTimer === undefined && this.all.size < this.max) {
@@ -233,14 +461,16 @@ class Pool {
 
   private spawn(): void {
     const startedAt = performance.now()
-    const env = this.create((dead) => this.forget(dead))
+    const env = this.create(this.hooks)
     this.all.add(env)
     this.starting.add(env)
     void env.ready.then((loadError) => {
       this.starting.delete(env)
       if (loadError === undefined) {
         this.patienceMs = performance.now() - startedAt
-        this.release(env)
+        // Every place of the new environment, to waiting invocations first.
+        env.held = this.perWorker
+        for (let place = 0; place < this.perWorker; place++) this.release(env)
       } else {
         // The oldest waiting invocation answers the load error; without one, nobody needs it.
         const next = this.waiting.shift()
@@ -253,17 +483,22 @@ class Pool {
 
   private forget(env: Environment): void {
     if (!this.all.delete(env)) return
-    const at = this.idle.indexOf(env)
-    if (at >= 0) this.idle.splice(at, 1)
+    this.starting.delete(env)
+    this.unspare(env)
     this.grow()
+  }
+
+  /** Idle environments, longest idle first. */
+  private idle(): Environment[] {
+    return [...this.spare].filter((env) => env.held === 0).sort((a, b) => a.idleSince - b.idleSince)
   }
 
   /** One timer per pool, for its longest-idle environment, while it has more than `warm`. */
   private scheduleRetirement(): void {
     if (this.retireTimer !== undefined || this.all.size <= this.sizing.warm) return
-    const oldest = this.idle[0]
+    const oldest = this.idle()[0]
     if (!oldest) return
-    const due = (this.idleSince.get(oldest) ?? 0) + this.sizing.idleTimeoutMs - performance.now()
+    const due = oldest.idleSince + this.sizing.idleTimeoutMs - performance.now()
     this.retireTimer = setTimeout(() => this.retire(), Math.max(0, due))
     this.retireTimer.unref() // idle environments never keep the process alive
   }
@@ -271,13 +506,10 @@ class Pool {
   private retire(): void {
     this.retireTimer = undefined
     const now = performance.now()
-    for (;;) {
-      const oldest = this.idle[0]
-      if (!oldest || this.all.size <= this.sizing.warm) break
-      if ((this.idleSince.get(oldest) ?? 0) + this.sizing.idleTimeoutMs > now) break
-      this.idle.shift()
-      this.all.delete(oldest)
-      void oldest.end()
+    for (const env of this.idle()) {
+      if (this.all.size <= this.sizing.warm || env.idleSince + this.sizing.idleTimeoutMs > now) break
+      this.forget(env)
+      void env.end()
     }
     this.scheduleRetirement()
   }
@@ -286,8 +518,8 @@ class Pool {
 /**
  * A worker's heap limits from the function's `memorySize`, as Lambda limits
  * an execution environment: past it, the environment is stopped and the
- * invocation answered with a crash. The young generation is kept small so
- * that many environments do not each grow a large one.
+ * invocations it held answered with a crash. The young generation is kept
+ * small so that many environments do not each grow a large one.
  */
 function resourceLimitsFor(memoryMb: number | undefined): ResourceLimits | undefined {
   if (memoryMb === undefined) return undefined
@@ -308,6 +540,17 @@ const YOUNG_GENERATION_MB = 8
 function clearHeapSizeFlags(): void {
   for (const flag of ['--max-old-space-size=0', '--max-semi-space-size=0', '--max-heap-size=0'])
     setFlagsFromString(flag)
+}
+
+/**
+ * How many workers a function may have: one per invocation in flight when
+ * each holds one (Lambda's model), else enough for its `concurrency` but no
+ * more than the machine has cores, as more threads than cores only take
+ * turns.
+ */
+export function maxWorkers(concurrency: number, perWorker: number, cores = CORES): number {
+  if (perWorker <= 1) return concurrency
+  return Math.max(1, Math.min(Math.ceil(concurrency / perWorker), cores))
 }
 
 export interface WorkerThreadOptions {
@@ -347,34 +590,20 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
 
   async invoke({ target, event, onChunk }: Invocation<HandlerLocation>): Promise<Outcome> {
     const pool = this.poolFor(target)
-    const env = await pool.acquire()
-    const loadError = await env.ready
-    if (loadError) {
-      pool.discard(env)
-      return { ok: false, kind: 'unavailable', message: `function "${target.functionName}" cannot load: ${loadError}` }
-    }
-    return new Promise<Outcome>((resolve) => {
-      // Fires even while the function floods a stream: chunk credit keeps the main thread's event loop turning.
-      const timer = setTimeout(() => {
-        pool.discard(env) // the only way to stop code that may never yield
-        finish({
+    for (;;) {
+      const env = await pool.acquire()
+      const loadError = await env.ready
+      if (loadError) {
+        pool.discard(env)
+        return {
           ok: false,
-          kind: 'timeout',
-          message: `function "${target.functionName}" timed out after ${target.timeoutMs} ms`,
-        })
-      }, target.timeoutMs)
-      const finish = (outcome: Outcome) => {
-        if (env.running !== running) return
-        clearTimeout(timer)
-        env.running = undefined
-        pool.release(env)
-        resolve(outcome)
+          kind: 'unavailable',
+          message: `function "${target.functionName}" cannot load: ${loadError}`,
+        }
       }
-      const running: Running = { finish, onChunk }
-      env.running = running
-      const message: ToWorker = { type: 'invoke', requestId: randomUUID(), timeoutMs: target.timeoutMs, event }
-      env.worker.postMessage(message)
-    })
+      // It may have ended between being handed out and now (its other invocation crashed it): take another.
+      if (!env.dead) return env.run(event, onChunk)
+    }
   }
 
   /** Worker threads a function has now, starting or started. */
@@ -390,6 +619,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
   private poolFor(target: FunctionTarget<HandlerLocation>): Pool {
     let pool = this.pools.get(target.functionName)
     if (!pool) {
+      const perWorker = target.invocationsPerWorker ?? 1
       const options: EnvironmentOptions = {
         setup: {
           baseDir: this.baseDir,
@@ -402,8 +632,15 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
         memoryMb: target.memoryMb,
         env: functionEnvironment(target, this.baseDir),
         logger: this.logger,
+        timeoutMs: target.timeoutMs,
+        perWorker,
       }
-      pool = new Pool(target.concurrency, this.sizing, (onDeath) => new Environment(options, onDeath))
+      pool = new Pool(
+        maxWorkers(target.concurrency, perWorker),
+        perWorker,
+        this.sizing,
+        (hooks) => new Environment(options, hooks),
+      )
       this.pools.set(target.functionName, pool)
     }
     return pool

@@ -50,6 +50,8 @@ export interface ToolServiceSpec {
   configParams: ConfigParam[]
   response: ResponseMode
   concurrency: number
+  /** Invocations one worker thread may run at once (the `local` invoker; default 1, as Lambda). */
+  invocationsPerWorker: number
   timeoutMs: number
   /** Lambda's `memorySize` (the function's, else the provider's), MB; the local invoker's heap limit per worker. */
   memoryMb: number | undefined
@@ -130,6 +132,7 @@ interface ToolServiceBlock {
   configParams?: (string | { name: string; required?: boolean })[]
   response?: ResponseMode
   concurrency?: number
+  invocationsPerWorker?: number
   timeout?: number
   tools: ToolBlock[]
   event?: EventShape
@@ -274,6 +277,12 @@ function readExternalToolServices(custom: unknown, providerDefaults: FunctionDef
 /** `function:` or `url:`, exactly one, with only the fields that fit it. */
 function externalLocation(base: string, block: ToolServiceBlock): LambdaLocation | HttpLocation {
   const { function: lambdaName, url } = block
+  if (block.invocationsPerWorker !== undefined) {
+    throw new ConfigError(
+      `${base}.invocationsPerWorker`,
+      'is for a function of this serverless.yml run in worker threads; this one runs elsewhere',
+    )
+  }
   if (lambdaName !== undefined && url === undefined) {
     for (const field of ['method', 'headers', 'headersFromEnv'] as const) {
       if (block[field] !== undefined)
@@ -433,6 +442,7 @@ function readToolService(
     configParams,
     response: block.response ?? 'single',
     concurrency: block.concurrency ?? DEFAULT_CONCURRENCY,
+    invocationsPerWorker: block.invocationsPerWorker ?? 1,
     timeoutMs: Math.round((block.timeout ?? fnTimeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000),
     memoryMb: typeof fn.memorySize === 'number' ? fn.memorySize : providerDefaults.memorySize,
     environment: {

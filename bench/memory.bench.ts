@@ -1,0 +1,148 @@
+/**
+ * Memory of `toolbridge start` as users run it: the repository's
+ * serverless.yml (the three examples) on the embedded broker, worker threads,
+ * in a process of its own. RSS from /proc/<pid>/status: 3 s after it serves
+ * (idle), right after BENCH_REQUESTS HTTP calls at BENCH_INFLIGHT in flight
+ * spread over the three tools (8 in 10 tell-joke, 1 calculate, 1 tell-story),
+ * and 10 s later; with the process's thread count (each worker thread adds one).
+ *
+ *   node bench/memory.bench.ts
+ *
+ * Targets: idle <= 90 MiB, after the calls <= 160 MiB.
+ *
+ * Environment:
+ *   BENCH_REQUESTS    calls in all (default 10000)
+ *   BENCH_INFLIGHT    calls at once (default 16)
+ *   BENCH_PER_WORKER  invocationsPerWorker for every example (default: as serverless.yml says)
+ *   BENCH_INVOKER     the invoker (default local: worker threads; in-process shows the main thread alone)
+ *   BENCH_OUT         JSON path (default bench/results/memory.json)
+ */
+import { spawn } from 'node:child_process'
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { fmt, fmtInt, loadAverage, machineInfo, describeMachine, numberEnv, ROOT, writeResults } from './support.ts'
+
+const TOTAL = Math.floor(numberEnv('BENCH_REQUESTS', 10_000, 1))
+const IN_FLIGHT = Math.floor(numberEnv('BENCH_INFLIGHT', 16, 1))
+const PER_WORKER = process.env.BENCH_PER_WORKER ? Math.floor(numberEnv('BENCH_PER_WORKER', 1, 1)) : undefined
+const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/memory.json')
+const INVOKER = process.env.BENCH_INVOKER || 'local'
+const TARGETS = { idleMiB: 90, afterMiB: 160 }
+const YML = resolve(ROOT, `.memory-${process.pid}.serverless.yml`)
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
+
+function memory(pid: number): { rssMiB: number; threads: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  return {
+    rssMiB: Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1]) / 1024,
+    threads: readdirSync(`/proc/${pid}/task`).length,
+  }
+}
+
+/** serverless.yml beside the original (handler paths resolve), with invocationsPerWorker under every topic if asked. */
+function writeYml(): void {
+  const yml = readFileSync(resolve(ROOT, 'serverless.yml'), 'utf8')
+  writeFileSync(
+    YML,
+    PER_WORKER === undefined
+      ? yml
+      : yml.replace(
+          /^( +)(topic: \S+)$/gm,
+          (_, indent: string, line: string) => `${indent}${line}\n${indent}invocationsPerWorker: ${PER_WORKER}`,
+        ),
+  )
+}
+
+async function startBridge(): Promise<{ pid: number; url: string; stop(): Promise<void> }> {
+  writeYml()
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
+  const child = spawn(
+    process.execPath,
+    ['bridge/cli/toolbridge.js', '-c', YML, 'start', '--invoker', INVOKER, '--port', '0', '--log-level', 'warn'],
+    { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] },
+  )
+  let out = ''
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    child.stdout!.on('data', (data: Buffer) => {
+      out += data.toString()
+      const match = /HTTP: (http:\/\/[^/\s]+)\/tools/.exec(out)
+      if (match) resolveUrl(match[1]!)
+    })
+    child.once('exit', (code) => reject(new Error(`toolbridge start exited (${code}):\n${out}`)))
+  })
+  return {
+    pid: child.pid!,
+    url,
+    stop: () =>
+      new Promise<void>((done) => {
+        child.once('exit', () => done())
+        child.kill('SIGTERM')
+      }).finally(() => rmSync(YML, { force: true })),
+  }
+}
+
+async function callTool(url: string, n: number): Promise<boolean> {
+  const [tool, args] =
+    n % 10 === 8
+      ? ['calculate', { expression: `${n % 977} * 3` }]
+      : n % 10 === 9
+        ? ['tell-story', { hero: 'Ada', sentences: 3 }]
+        : ['tell-joke', { topic: 'programming' }]
+  const response = await fetch(`${url}/tools/${tool}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ arguments: args }),
+  })
+  await response.text()
+  return response.ok
+}
+
+const machine = machineInfo({})
+console.log(describeMachine(machine))
+const loadBefore = loadAverage()
+console.log(
+  `toolbridge start, the three examples, embedded broker, ${INVOKER} invoker${PER_WORKER === undefined ? '' : `, invocationsPerWorker ${PER_WORKER}`}; ${fmtInt(TOTAL)} HTTP calls at ${IN_FLIGHT} in flight; load average ${loadBefore.join(' / ')}`,
+)
+const bridge = await startBridge()
+try {
+  await sleep(3000)
+  const idle = memory(bridge.pid)
+  let issued = 0
+  let failed = 0
+  const started = performance.now()
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (issued < TOTAL) if (!(await callTool(bridge.url, issued++))) failed++
+    }),
+  )
+  const seconds = (performance.now() - started) / 1000
+  const after = memory(bridge.pid)
+  await sleep(10_000)
+  const later = memory(bridge.pid)
+  const loadAfter = loadAverage()
+  const line = (name: string, m: { rssMiB: number; threads: number }) =>
+    `${name}: ${fmt(m.rssMiB, 1)} MiB, ${m.threads} threads`
+  console.log(line('idle', idle))
+  console.log(`${line('after the calls', after)} (${fmt(seconds, 1)} s, ${failed} failed)`)
+  console.log(line('10 s later', later))
+  console.log(
+    `targets: idle <= ${TARGETS.idleMiB} MiB: ${idle.rssMiB <= TARGETS.idleMiB ? 'met' : 'MISSED'}; ` +
+      `after the calls <= ${TARGETS.afterMiB} MiB: ${after.rssMiB <= TARGETS.afterMiB ? 'met' : 'MISSED'}; load average after ${loadAfter.join(' / ')}`,
+  )
+  writeResults(OUT, {
+    bench: 'memory of toolbridge start',
+    settings: {
+      requests: TOTAL,
+      inFlight: IN_FLIGHT,
+      invoker: INVOKER,
+      invocationsPerWorker: PER_WORKER ?? 'as serverless.yml says',
+    },
+    machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
+    targets: TARGETS,
+    result: { idle, after, later, seconds, failed },
+  })
+  if (failed > 0) process.exitCode = 1
+} finally {
+  await bridge.stop()
+}

@@ -1,0 +1,57 @@
+/**
+ * The messages between the main thread (local.ts) and a worker thread
+ * (worker.ts), both ways, and how they are posted: the protocol in one place.
+ *
+ * They travel as JSON text (post/read): posting a string costs the sending
+ * thread a copy, while cloning an object walks it, a third to half of the
+ * main thread's cost of a call through a worker (measured); events and
+ * results are JSON anyway. Invocations and their ends travel in batches:
+ * with several in flight, one message per turn of the event loop instead of
+ * one per invocation, since each message may wake a sleeping thread.
+ */
+
+export interface WorkerSetup {
+  baseDir: string
+  handler: string
+  functionName: string
+  maxStreamBytes: number
+  /** The bridge's compile cache, if it has one (worker-entry.js). */
+  compileCacheDir: string | undefined
+  /** Whether the function has a memorySize to hold its off-heap memory to: only then is it measured. */
+  measureOffHeap: boolean
+}
+
+/** One invocation as sent to a worker; `id` names it in every message about it. */
+export interface WorkerCall {
+  id: number
+  requestId: string
+  timeoutMs: number
+  event: unknown
+}
+
+export type ToWorker =
+  | { type: 'invoke'; calls: WorkerCall[] }
+  /** The main thread took one chunk message of this invocation (chunk-credit.ts). */
+  | { type: 'credit'; id: number }
+  /** These invocations timed out and were answered: stop their streams, drop their results, confirm. */
+  | { type: 'cancel'; ids: number[] }
+
+export type InvocationEnd = { id: number } & (
+  | { type: 'done'; text: string }
+  | { type: 'error'; errorType: string; errorMessage: string }
+  | { type: 'too-large'; message: string }
+)
+
+export type FromWorker =
+  | { type: 'ready'; heapLimitBytes: number }
+  | { type: 'load-error'; message: string }
+  | { type: 'chunk'; id: number; text: string }
+  /** How invocations ended, with the Buffer/ArrayBuffer bytes the environment still holds after them (0: not measured). */
+  | { type: 'ended'; ends: InvocationEnd[]; arrayBufferBytes: number }
+  /** The invocations of a `cancel`, given up: the worker's event loop is turning. */
+  | { type: 'cancelled'; ids: number[] }
+
+/** A message as it is posted: JSON text, read back with JSON.parse on the other side. */
+export type Posted<T> = string & { readonly message?: T }
+export const post = <T>(message: T): Posted<T> => JSON.stringify(message)
+export const read = <T>(posted: Posted<T>): T => JSON.parse(posted) as T
