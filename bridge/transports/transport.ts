@@ -14,6 +14,15 @@ export interface Delivery {
   readonly properties: Properties
   /** True when the broker has handed this message out before. */
   readonly redelivered: boolean
+  /**
+   * When the message entered the broker, in ms since the epoch, by the
+   * broker's or the producer's clock: the AMQP `timestamp` property
+   * (RabbitMQ's `timestamp_in_ms` header where its interceptor sets one), the
+   * Kafka record timestamp, the Pulsar publish time, the embedded broker's
+   * publish time. Absent when the message carries none. Judged by the bridge
+   * for `maxAge` (bridge/core/request-age.ts), which distrusts nonsense.
+   */
+  readonly timestamp?: number | undefined
   /** Done with it: the broker forgets it. */
   ack(): void
   /** Give it back: the broker redelivers it (to this or another consumer). */

@@ -345,7 +345,12 @@ export class TopicReader {
       this.stream?.pause()
     }
     const delivery = deliveryOf(
-      { body: message.value ?? EMPTY, properties: toProperties(message.headers), redelivered },
+      {
+        body: message.value ?? EMPTY,
+        properties: toProperties(message.headers),
+        redelivered,
+        timestamp: Number(message.timestamp),
+      },
       (ack) => {
         this.release()
         if (!ack) this.redeliverLater(message, tracked)

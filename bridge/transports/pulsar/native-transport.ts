@@ -26,6 +26,7 @@ interface NativeMessage {
   getData(): Buffer
   getProperties(): Record<string, unknown>
   getRedeliveryCount(): number
+  getPublishTimestamp(): number
 }
 interface NativeConsumer {
   acknowledge(message: NativeMessage): Promise<null> | void
@@ -267,6 +268,7 @@ export class NativePulsarTransport implements Transport {
         body: message.getData(),
         properties: plainProperties(message.getProperties()),
         redelivered: message.getRedeliveryCount() > 0,
+        timestamp: message.getPublishTimestamp(),
       },
       (ack) => {
         gate.release()

@@ -249,7 +249,12 @@ export class PulsarTransport implements Transport {
 
   private deliver(topic: string, message: Message, onDelivery: OnDelivery): void {
     const delivery = deliveryOf(
-      { body: message.payload, properties: message.properties, redelivered: message.redeliveryCount > 0 },
+      {
+        body: message.payload,
+        properties: message.properties,
+        redelivered: message.redeliveryCount > 0,
+        timestamp: message.publishTime,
+      },
       (ack) => (ack ? message.ack() : message.nack()),
     )
     handOver(onDelivery, delivery, this.logger, { broker: this.address, topic })
