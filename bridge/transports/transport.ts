@@ -36,6 +36,13 @@ export interface ConsumeOptions {
   subscription: string
   /** At most this many unacknowledged deliveries at a time (prefetch / permits). */
   concurrency: number
+  /**
+   * Where a subscription the broker does not know yet starts: at the end
+   * (default: what is published from now on), or at the earliest message the
+   * broker still holds (Kafka, Pulsar; a RabbitMQ queue holds messages only
+   * from its creation on, so there it is the same as the end).
+   */
+  startAt?: 'latest' | 'earliest'
 }
 
 export interface Consumer {

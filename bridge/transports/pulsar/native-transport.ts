@@ -164,6 +164,7 @@ export class NativePulsarTransport implements Transport {
       Math.max(MIN_RECEIVER_QUEUE, options.concurrency),
       options.concurrency,
       onDelivery,
+      options.startAt === 'earliest' ? 'Earliest' : 'Latest',
     )
   }
 
@@ -231,6 +232,7 @@ export class NativePulsarTransport implements Transport {
     receiverQueueSize: number,
     concurrency: number,
     onDelivery: OnDelivery,
+    initialPosition: 'Latest' | 'Earliest' = 'Latest',
   ): Promise<Consumer> {
     const topic = pulsarTopic(parseQueueName(queue))
     const gate = new Gate(concurrency)
@@ -240,7 +242,7 @@ export class NativePulsarTransport implements Transport {
         topic,
         subscription,
         subscriptionType,
-        subscriptionInitialPosition: 'Latest',
+        subscriptionInitialPosition: initialPosition,
         receiverQueueSize,
         listener: (message: NativeMessage, from: NativeConsumer) =>
           gate.admit(() => this.deliver(message, from, gate, onDelivery)),
