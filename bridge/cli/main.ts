@@ -40,6 +40,7 @@ import {
 } from './options.ts'
 import { addTrustgraphCommands, registerOn } from './trustgraph-commands.ts'
 import { addScaffoldCommands } from './scaffold-commands.ts'
+import { addDeadLetterCommands } from './dead-letter-commands.ts'
 import { PACKAGE_ROOT } from './package-root.ts'
 
 // What a command needs beyond its options is imported when it runs: `--help`
@@ -362,6 +363,7 @@ program
   })
 
 addScaffoldCommands(program)
+addDeadLetterCommands(program, () => program.opts().config)
 
 function parseArguments(pairs: string[], json: string | undefined): Record<string, unknown> {
   let args: Record<string, unknown> = {}
