@@ -8,7 +8,7 @@
  */
 import { type DeadLetter, readDeadLetter, replayProblem } from '../core/dead-letters.ts'
 import { DEAD_LETTER_SUBSCRIPTION } from '../core/delivery-guard.ts'
-import type { Delivery, Transport } from '../transports/transport.ts'
+import type { Consumer, Delivery, Transport } from '../transports/transport.ts'
 
 export interface ReadOptions {
   /** Messages read at most. */
@@ -22,8 +22,16 @@ export const DEFAULT_READ: ReadOptions = { limit: 1000, idleMs: 2000 }
 /** A message of the queue: a dead letter, or why it is not one. */
 export type Listed = { delivery: Delivery } & ({ ok: true; deadLetter: DeadLetter } | { ok: false; message: string })
 
-/** Reads what the queue holds (unsettled: the caller settles, or closes the transport to give them back). */
-async function readQueue(transport: Transport, queue: string, options: ReadOptions): Promise<Listed[]> {
+/**
+ * Reads what the queue holds, unsettled: the caller settles what it wants to,
+ * then closes the consumer (on RabbitMQ that waits for the broker, so the acks
+ * before it have arrived) and the transport, which gives back the rest.
+ */
+async function readQueue(
+  transport: Transport,
+  queue: string,
+  options: ReadOptions,
+): Promise<{ listed: Listed[]; consumer: Consumer }> {
   const listed: Listed[] = []
   let idle: NodeJS.Timeout | undefined
   let done: () => void = () => {}
@@ -47,8 +55,7 @@ async function readQueue(transport: Transport, queue: string, options: ReadOptio
   restartIdle()
   await finished
   clearTimeout(idle)
-  await consumer.close()
-  return listed
+  return { listed, consumer }
 }
 
 /** What the dead-letter queue holds, oldest first; nothing is taken from it. */
@@ -57,7 +64,9 @@ export async function listDeadLetters(
   queue: string,
   options: ReadOptions = DEFAULT_READ,
 ): Promise<Listed[]> {
-  return readQueue(transport, queue, options)
+  const { listed, consumer } = await readQueue(transport, queue, options)
+  await consumer.close()
+  return listed
 }
 
 export interface Replayed {
@@ -84,7 +93,8 @@ export async function replayDeadLetters(
   const wanted = ids === undefined ? undefined : new Set(ids)
   const result: Replayed = { replayed: [], refused: [], notFound: [] }
   const found = new Set<string>()
-  for (const item of await readQueue(transport, queue, options)) {
+  const { listed, consumer } = await readQueue(transport, queue, options)
+  for (const item of listed) {
     if (!item.ok) {
       if (wanted === undefined) result.refused.push({ id: '(none)', reason: item.message })
       continue
@@ -106,6 +116,7 @@ export async function replayDeadLetters(
     item.delivery.ack()
     result.replayed.push(deadLetter)
   }
+  await consumer.close()
   if (wanted !== undefined) result.notFound = [...wanted].filter((id) => !found.has(id))
   return result
 }
