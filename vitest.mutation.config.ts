@@ -21,6 +21,10 @@ export const MUTATION_TESTS = [
   'test/config-protocol.test.ts',
   'test/pulsar-client.test.ts',
   'test/pulsar-protocol.test.ts',
+  'test/request-age.test.ts',
+  'test/answered-once.test.ts',
+  'test/dead-letters.test.ts',
+  'test/delivery-guard.test.ts',
 ]
 
 export default defineConfig({
