@@ -37,6 +37,13 @@ describe('dead letters', () => {
     expect(Object.keys(again.properties)).toHaveLength(8)
   })
 
+  it("drops the bridge's properties it does not write (another version's), keeping the request's own", () => {
+    const marked = { id: 'r', [`${DEAD_LETTER_PREFIX}note`]: 'old', [`x-${DEAD_LETTER_PREFIX}`]: 'own' }
+    const letter = deadLetterMessage({ body: Buffer.from('x'), properties: marked }, reason, 'dl', when)
+    expect(letter.properties[`${DEAD_LETTER_PREFIX}note`]).toBeUndefined()
+    expect(letter.properties[`x-${DEAD_LETTER_PREFIX}`]).toBe('own')
+  })
+
   it('read back: the reason, and the request with only its own properties', () => {
     const body = encodeRequest({ arguments: { n: 1 } })
     const letter = deadLetterMessage({ body, properties: { id: 'r1' } }, reason, 'dl-1', when)

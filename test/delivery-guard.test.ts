@@ -47,8 +47,10 @@ describe('the delivery guard', () => {
     expect(guard.ticket(delivery('b', 'x', at() - 10_001)).expired?.kind).toBe('expired')
   })
 
-  it("a service's own maxAge wins; 0 lets any age through", () => {
-    expect(setup({ maxAge: 1 }).guard.ticket(delivery('a', 'x', Date.now() - 5_000)).expired).toBeDefined()
+  it("a service's own maxAge wins, in seconds; 0 lets any age through", () => {
+    const own = setup({ maxAge: 30 }, { maxAgeMs: 1_000 })
+    expect(own.guard.ticket(delivery('a', 'x', own.at() - 30_000)).expired).toBeUndefined()
+    expect(own.guard.ticket(delivery('b', 'x', own.at() - 30_001)).expired).toBeDefined()
     const { guard, at } = setup({ maxAge: 0 })
     expect(guard.ticket(delivery('a', 'x', at() - 10 ** 9)).expired).toBeUndefined()
   })
@@ -77,8 +79,18 @@ describe('the delivery guard', () => {
     expect(guard.ticket(delivery('a', 'x')).remembered).toStrictEqual(answer)
     expect(guard.ticket(delivery('a', 'y')).remembered).toBeUndefined()
     expect(guard.ticket(delivery('b', 'x')).remembered).toBeUndefined()
-    advance(5_000)
+    advance(4_999)
+    expect(guard.ticket(delivery('a', 'x')).remembered).toStrictEqual(answer)
+    advance(1)
     expect(guard.ticket(delivery('a', 'x')).remembered).toBeUndefined()
+  })
+
+  it("holds the bridge's default number of answers when the service sets none", () => {
+    const { guard } = setup({}, { answeredMemorySize: 1 })
+    guard.ticket(delivery('a')).remember([Buffer.from('A')])
+    guard.ticket(delivery('b')).remember([Buffer.from('B')])
+    expect(guard.ticket(delivery('a')).remembered).toBeUndefined()
+    expect(guard.ticket(delivery('b')).remembered).toStrictEqual([Buffer.from('B')])
   })
 
   it('an idempotent service, or a memory of size 0, remembers nothing', () => {
