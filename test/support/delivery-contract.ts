@@ -257,6 +257,34 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
       expect(after.filter((i) => i.ok && i.deadLetter.id === item.deadLetter.id)).toStrictEqual([])
     })
 
+    it('an undecodable request without an id, and an answer of a kind the service keeps, are dead letters too', async () => {
+      const spec = service(`dlv-kinds-${run}`, { deadLetters: { kinds: ['bad-request'] } })
+      const deadLetterQueue = `flow:tg:dlv-kinds-${run}-dlq`
+      const caller = await client()
+      const tap = await ResponseTap.open(caller, spec.responseQueue, profile.limitMs)
+      const { invoker, calls } = counted()
+      await bridgeOf(await profile.transport(), spec, invoker, { delivery: { deadLetterQueue } })
+      await caller.publish(spec.requestQueue, Buffer.from('{not json'), {})
+      const badArguments = JSON.stringify({ user: 'u', config: '{}', arguments: '{"n": 1' })
+      await caller.publish(spec.requestQueue, Buffer.from(badArguments), { [ID_PROPERTY]: 'bad' })
+      await send(caller, spec, 'fine', 2)
+      await tap.ended('bad')
+      await tap.ended('fine')
+      await tap.ended('unknown') // the answer to the request without an id, which nobody can match
+      await waitFor(
+        'both dead letters',
+        async () => {
+          const listed = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1000 }))
+          const kinds = listed.flatMap((i) =>
+            i.ok ? [`${i.deadLetter.properties.id ?? '-'}:${i.deadLetter.kind}`] : [],
+          )
+          return kinds.sort().join(' ') === '-:bad-request bad:bad-request'
+        },
+        profile.limitMs,
+      )
+      expect(calls).toStrictEqual([2])
+    })
+
     it('a dead letter that is no longer a request is refused by replay and stays in the queue', async () => {
       const deadLetterQueue = `flow:tg:dlv-bad-${run}-dlq`
       const caller = await client()
