@@ -32,6 +32,8 @@ export interface DeliveryProfile {
   transport(): Promise<Transport>
   /** Fail-safe for waits that should end. */
   limitMs: number
+  /** Removes what the suite left on the broker: every queue or topic whose name contains `run`. */
+  drop?(run: string): Promise<void>
 }
 
 const DEFAULTS: DeliveryDefaults = {
@@ -115,6 +117,7 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
   const cleanups: (() => Promise<unknown>)[] = []
   afterAll(async () => {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
+    await profile.drop?.(run)
   })
 
   async function client(): Promise<Transport> {
