@@ -14,7 +14,12 @@ import { compileRequestCheck, compileToolIdentifier, type RequestCheck } from '.
 import { noMetrics, type BridgeMetrics, type ServiceMetrics } from '../support/metrics.ts'
 import { createResponder } from './responders.ts'
 import type { Consumer, Delivery, Transport } from '../transports/transport.ts'
-import type { DeliveryDefaults } from '../project/settings.ts'
+import {
+  DEFAULT_ANSWERED_MEMORY_SIZE,
+  DEFAULT_ANSWERED_MEMORY_TTL_SECONDS,
+  DEFAULT_MAX_AGE_SECONDS,
+  type DeliveryDefaults,
+} from '../project/settings.ts'
 import { createDeliveryGuard, DEAD_LETTER_SUBSCRIPTION, type DeliveryGuard, type Ticket } from './delivery-guard.ts'
 
 export interface BridgeOptions {
@@ -40,9 +45,9 @@ export interface BridgeOptions {
 
 /** maxAge of TrustGraph's client timeout, the answered-once memory on, no dead-letter queue (bridge/project/settings.ts). */
 export const DEFAULT_DELIVERY: DeliveryDefaults = {
-  maxAgeMs: 600_000,
-  answeredMemorySize: 10_000,
-  answeredMemoryTtlMs: 600_000,
+  maxAgeMs: DEFAULT_MAX_AGE_SECONDS * 1000,
+  answeredMemorySize: DEFAULT_ANSWERED_MEMORY_SIZE,
+  answeredMemoryTtlMs: DEFAULT_ANSWERED_MEMORY_TTL_SECONDS * 1000,
   deadLetterQueue: undefined,
 }
 
@@ -184,7 +189,7 @@ export function createBridge(options: BridgeOptions): Bridge {
       ticket.remember(published)
       if (!sent.ok) {
         // Without an id nobody can read the answer: such a request is kept for a person like one never answered.
-        const unanswerable = delivery.properties[ID_PROPERTY] === undefined
+        const unanswerable = !delivery.properties[ID_PROPERTY]
         if (unanswerable || ticket.keeps(sent.kind)) {
           if (!(await keepDeadLetter(served, ticket, sent, unanswerable))) return settle('nack')
         }
