@@ -39,8 +39,9 @@ export interface ConsumeOptions {
   /**
    * Where a subscription the broker does not know yet starts: at the end
    * (default: what is published from now on), or at the earliest message the
-   * broker still holds (Kafka, Pulsar; a RabbitMQ queue holds messages only
-   * from its creation on, so there it is the same as the end).
+   * broker still holds (Kafka, Pulsar; a RabbitMQ queue and a subscription of
+   * the embedded broker hold messages only from their creation on, so there it
+   * is the same as the end).
    */
   startAt?: 'latest' | 'earliest'
 }
