@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { DEAD_LETTER_PREFIX } from '../bridge/core/dead-letters.ts'
-import { createDeliveryGuard } from '../bridge/core/delivery-guard.ts'
+import { ANSWERED_MEMORY_MAX_BYTES, createDeliveryGuard } from '../bridge/core/delivery-guard.ts'
 import type { DeliveryDefaults } from '../bridge/project/settings.ts'
 import { readToolServices } from '../bridge/project/tool-services.ts'
 import type { Delivery, Properties } from '../bridge/transports/transport.ts'
@@ -83,6 +83,14 @@ describe('the delivery guard', () => {
     expect(guard.ticket(delivery('a', 'x')).remembered).toStrictEqual(answer)
     advance(1)
     expect(guard.ticket(delivery('a', 'x')).remembered).toBeUndefined()
+  })
+
+  it('remembers answers up to 64 MiB per service: a streamed answer of a few hundred kilobytes is kept', () => {
+    expect(ANSWERED_MEMORY_MAX_BYTES).toBe(64 * 1024 * 1024)
+    const { guard } = setup()
+    const answer = Array.from({ length: 10 }, () => Buffer.alloc(50_000, 'x'))
+    guard.ticket(delivery('big')).remember(answer)
+    expect(guard.ticket(delivery('big')).remembered).toStrictEqual(answer)
   })
 
   it("holds the bridge's default number of answers when the service sets none", () => {
