@@ -31,6 +31,10 @@ export const MUTATION_TESTS = [
   'test/stdio-lines.test.ts',
   'test/linked-list.test.ts',
   'test/worker-messages.test.ts',
+  'test/request-age.test.ts',
+  'test/answered-once.test.ts',
+  'test/dead-letters.test.ts',
+  'test/delivery-guard.test.ts',
 ]
 
 export default defineConfig({

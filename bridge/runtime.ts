@@ -83,6 +83,7 @@ export async function startRuntime(
     maxRequestBytes: settings.limits.maxRequestBytes,
     metrics,
     scrubErrorMessage: settings.debug ? undefined : createPathScrubber(project.baseDir),
+    delivery: settings.delivery,
   })
   const clientTransports: Transport[] = []
   const connectClient = async () => {

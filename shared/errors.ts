@@ -11,6 +11,7 @@ export const ERROR_KINDS = [
   'timeout', // the function ran past its timeout
   'crash', // the function's execution environment died
   'unavailable', // the bridge could not reach the function or the broker
+  'expired', // the request waited longer than its service's maxAge: not invoked
   'config', // serverless.yml or flags are wrong (never on the wire)
 ] as const
 

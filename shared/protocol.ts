@@ -37,6 +37,7 @@ const WIRE_ERROR_TYPE: Record<ErrorKind, string> = {
   timeout: 'timeout',
   crash: 'tool-service-error',
   unavailable: 'unavailable',
+  expired: 'expired',
   config: 'tool-service-error',
 }
 

@@ -9,6 +9,8 @@
  * command fails with SCHEMA_FAILS_STRICT_MODE. The bridge compiles it with the
  * same strictness, so the unit tests catch that first.
  */
+import { ERROR_KINDS } from './errors.ts'
+
 export const ARGUMENT_TYPES = ['string', 'number', 'integer', 'boolean', 'object', 'array'] as const
 export type ArgumentType = (typeof ARGUMENT_TYPES)[number]
 
@@ -30,6 +32,9 @@ export type HttpMethod = (typeof HTTP_METHODS)[number]
 export const TEMPLATE_PLACEHOLDER = /\{\{\s*([^{}\s]+)\s*\}\}/g
 /** A placeholder's path: `user`, or `config`/`arguments` and optionally a dotted path into it. */
 export const TEMPLATE_PATH = /^(user|config|arguments)((?:\.[^.]+)*)$/
+
+/** Error kinds a service may choose to keep in its dead-letter queue besides the requests it cannot answer (`config` never reaches the wire). */
+export const DEAD_LETTER_KINDS = ERROR_KINDS.filter((kind) => kind !== 'config')
 
 const NAME = { type: 'string', minLength: 1, pattern: '^[A-Za-z0-9._-]+$' } as const
 const STRING_MAP = { type: 'object', additionalProperties: { type: 'string' } } as const
@@ -81,6 +86,28 @@ export const toolServiceSchema = {
     /** Invocations one worker thread runs at once (`local` invoker); 1 (default) is Lambda's one at a time. */
     invocationsPerWorker: { type: 'integer', minimum: 1, maximum: 1024 },
     timeout: { type: 'number', exclusiveMinimum: 0, maximum: 900 },
+    /** Seconds a request may have waited and still be invoked (0: any age); default the bridge's --max-age. */
+    maxAge: { type: 'number', minimum: 0, maximum: 86_400 },
+    /** The function can safely run twice for one request: no answered-once memory for it. */
+    idempotent: { type: 'boolean' },
+    /** The answered-once memory: how many answers, for how many seconds; defaults --answered-memory-size, --answered-memory-ttl. */
+    answeredMemory: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        size: { type: 'integer', minimum: 0, maximum: 1_000_000 },
+        ttl: { type: 'number', exclusiveMinimum: 0, maximum: 86_400 },
+      },
+    },
+    /** Where requests that cannot be answered go (a persistent queue), and which error answers are kept there too. */
+    deadLetters: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        queue: { type: 'string', minLength: 1 },
+        kinds: { type: 'array', items: { enum: DEAD_LETTER_KINDS } },
+      },
+    },
     tools: {
       type: 'array',
       minItems: 1,

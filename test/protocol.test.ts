@@ -286,6 +286,7 @@ describe('errorResponse', () => {
     timeout: 'timeout',
     crash: 'tool-service-error',
     unavailable: 'unavailable',
+    expired: 'expired',
     config: 'tool-service-error',
   }
 

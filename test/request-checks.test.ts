@@ -345,6 +345,8 @@ function recordingMetrics() {
       answered: (tool, kind) => void answered.push([tool, kind]),
       chunkPublished() {},
       inFlight() {},
+      replayed() {},
+      deadLettered() {},
     }),
     transportReconnected() {},
   }

@@ -10,7 +10,10 @@ import { isRecord, messageOf, ToolbridgeError, UsageError } from '../../shared/e
 import type { QueueStyle } from '../../shared/queues.ts'
 import { ToolCallError } from '../trustgraph/request-client.ts'
 import {
+  DEFAULT_ANSWERED_MEMORY_SIZE,
+  DEFAULT_ANSWERED_MEMORY_TTL_SECONDS,
   DEFAULT_GATEWAY_MAX_IN_FLIGHT,
+  DEFAULT_MAX_AGE_SECONDS,
   DEFAULT_MAX_IN_FLIGHT,
   DEFAULT_REGISTER_TIMEOUT_SECONDS,
   DEFAULT_WARM_WORKERS,
@@ -37,6 +40,7 @@ import {
 } from './options.ts'
 import { addTrustgraphCommands, registerOn } from './trustgraph-commands.ts'
 import { addScaffoldCommands } from './scaffold-commands.ts'
+import { addDeadLetterCommands } from './dead-letter-commands.ts'
 import { PACKAGE_ROOT } from './package-root.ts'
 
 // What a command needs beyond its options is imported when it runs: `--help`
@@ -83,6 +87,22 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
   .option(
     '--warm-workers <n>',
     `worker threads each function keeps however long they idle (env TOOLBRIDGE_WARM_WORKERS; default ${DEFAULT_WARM_WORKERS})`,
+  )
+  .option(
+    '--max-age <seconds>',
+    `requests that waited longer are answered "expired" without invoking; 0: any age (env TOOLBRIDGE_MAX_AGE; default ${DEFAULT_MAX_AGE_SECONDS}, TrustGraph's client timeout); a service's maxAge wins`,
+  )
+  .option(
+    '--answered-memory-size <n>',
+    `answers each service remembers, so that a redelivered request is answered again without invoking; 0: none (env TOOLBRIDGE_ANSWERED_MEMORY_SIZE; default ${DEFAULT_ANSWERED_MEMORY_SIZE})`,
+  )
+  .option(
+    '--answered-memory-ttl <seconds>',
+    `how long an answer is remembered (env TOOLBRIDGE_ANSWERED_MEMORY_TTL; default ${DEFAULT_ANSWERED_MEMORY_TTL_SECONDS})`,
+  )
+  .option(
+    '--dead-letter-queue <queue>',
+    'persistent queue for requests that cannot be answered, e.g. flow:tg:toolbridge-dead-letters (env TOOLBRIDGE_DEAD_LETTER_QUEUE); default: none, they are logged and dropped',
   )
   .addOption(new Option('--log-level <level>', 'log level (env TOOLBRIDGE_LOG_LEVEL)').choices(LOG_LEVELS))
   .option(
@@ -343,6 +363,7 @@ program
   })
 
 addScaffoldCommands(program)
+addDeadLetterCommands(program, () => program.opts().config)
 
 function parseArguments(pairs: string[], json: string | undefined): Record<string, unknown> {
   let args: Record<string, unknown> = {}

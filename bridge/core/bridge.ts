@@ -4,7 +4,7 @@
  * loop: it ends as an error response like any other outcome.
  */
 import type { ToolServiceSpec } from '../project/tool-services.ts'
-import { isToolbridgeError, messageOf } from '../../shared/errors.ts'
+import { isToolbridgeError, messageOf, type Refusal } from '../../shared/errors.ts'
 import { decodeRequest, ID_PROPERTY, UNKNOWN_ID } from '../../shared/protocol.ts'
 import { compileEventShape, type EventMapping } from './event-shapes.ts'
 import type { Invoker, Outcome } from '../invokers/invoker.ts'
@@ -14,6 +14,13 @@ import { compileRequestCheck, compileToolIdentifier, type RequestCheck } from '.
 import { noMetrics, type BridgeMetrics, type ServiceMetrics } from '../support/metrics.ts'
 import { createResponder } from './responders.ts'
 import type { Consumer, Delivery, Transport } from '../transports/transport.ts'
+import {
+  DEFAULT_ANSWERED_MEMORY_SIZE,
+  DEFAULT_ANSWERED_MEMORY_TTL_SECONDS,
+  DEFAULT_MAX_AGE_SECONDS,
+  type DeliveryDefaults,
+} from '../project/settings.ts'
+import { createDeliveryGuard, DEAD_LETTER_SUBSCRIPTION, type DeliveryGuard, type Ticket } from './delivery-guard.ts'
 
 export interface BridgeOptions {
   transport: Transport
@@ -27,6 +34,21 @@ export interface BridgeOptions {
   metrics?: BridgeMetrics
   /** Applied to every error message before it goes on the wire (host paths out: bridge/support/host-paths.ts). */
   scrubErrorMessage?: (message: string) => string
+  /** maxAge, the answered-once memory and the dead-letter queue for services that do not set their own. */
+  delivery?: DeliveryDefaults
+  /**
+   * For tests of redelivery: true hands a request back after its answer was
+   * published, as a connection lost between the publish confirm and the ack does.
+   */
+  loseAckAfterAnswer?: (id: string) => boolean
+}
+
+/** maxAge of TrustGraph's client timeout, the answered-once memory on, no dead-letter queue (bridge/project/settings.ts). */
+export const DEFAULT_DELIVERY: DeliveryDefaults = {
+  maxAgeMs: DEFAULT_MAX_AGE_SECONDS * 1000,
+  answeredMemorySize: DEFAULT_ANSWERED_MEMORY_SIZE,
+  answeredMemoryTtlMs: DEFAULT_ANSWERED_MEMORY_TTL_SECONDS * 1000,
+  deadLetterQueue: undefined,
 }
 
 export interface Bridge {
@@ -55,6 +77,7 @@ interface Served {
   /** The tool a request's config values point to, '' if none or several. */
   toolOf: (config: Record<string, unknown>) => string
   metrics: ServiceMetrics
+  guard: DeliveryGuard
 }
 
 export function createBridge(options: BridgeOptions): Bridge {
@@ -87,9 +110,10 @@ export function createBridge(options: BridgeOptions): Bridge {
     return { ok: false, kind: 'crash', message: `the bridge could not handle this request: ${messageOf(err)}` }
   }
 
-  /** Everything about a request that needs no waiting: size, decoding, checks, the event. */
-  function take(served: Served, delivery: Delivery): Taken {
+  /** Everything about a request that needs no waiting: age, size, decoding, checks, the event. */
+  function take(served: Served, delivery: Delivery, ticket: Ticket): Taken {
     try {
+      if (ticket.expired) return { tool: '', refused: ticket.expired }
       if (delivery.body.byteLength > maxRequestBytes) {
         const message = `request of ${delivery.body.byteLength} bytes is over the limit of ${maxRequestBytes}`
         return { tool: '', refused: { ok: false, kind: 'too-large', message } }
@@ -130,12 +154,19 @@ export function createBridge(options: BridgeOptions): Bridge {
     }
     const entry = inFlight.push(() => settle('nack'))
     metrics.inFlight(1)
-    const taken = take(served, delivery)
+    const ticket = served.guard.ticket(delivery)
+    if (ticket.distrusted) logger.warn({ service: spec.id, id }, `${ticket.distrusted}: its age counts from now`)
+    if (ticket.remembered) return answerAgain(served, delivery, ticket.remembered, settle)
+    const taken = take(served, delivery, ticket)
     metrics.received(taken.tool, delivery.redelivered)
     const properties = { [ID_PROPERTY]: id }
+    const published: Uint8Array[] = []
     const responder = createResponder(
       spec.response,
-      (body) => transport.publish(spec.responseQueue, body, properties),
+      (body) => {
+        published.push(body)
+        return transport.publish(spec.responseQueue, body, properties)
+      },
       transport.maxMessageBytes,
     )
     try {
@@ -155,15 +186,20 @@ export function createBridge(options: BridgeOptions): Bridge {
       // A `single` answer too large for one message went out as an error.
       if (outcome.ok && !sent.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: sent.kind }, sent.message)
       metrics.answered(taken.tool, sent.ok ? undefined : sent.kind, (performance.now() - started) / 1000)
-      settle('ack')
+      ticket.remember(published)
+      if (!sent.ok) {
+        // Without an id nobody can read the answer: such a request is kept for a person like one never answered.
+        const unanswerable = !delivery.properties[ID_PROPERTY]
+        if (unanswerable || ticket.keeps(sent.kind)) {
+          if (!(await keepDeadLetter(served, ticket, sent, unanswerable))) return settle('nack')
+        }
+      }
+      settle(options.loseAckAfterAnswer?.(id) ? 'nack' : 'ack')
     } catch (err) {
       if (isToolbridgeError(err) && !err.retriable) {
-        // It would fail the same way on every redelivery: drop it rather than loop.
-        logger.error(
-          { service: spec.id, tool: taken.tool, id, err: err.message },
-          'could not publish the response; request dropped',
-        )
-        settle('ack')
+        // It would fail the same way on every redelivery: keep it as a dead letter (or drop it) rather than loop.
+        const reason = { kind: err.kind, message: `its answer could not be published: ${err.message}` }
+        settle((await keepDeadLetter(served, ticket, reason, true)) ? 'ack' : 'nack')
       } else {
         // Give the request back so it can be answered; never ack and lose it.
         logger.error(
@@ -172,6 +208,75 @@ export function createBridge(options: BridgeOptions): Bridge {
         )
         settle('nack')
       }
+    }
+  }
+
+  /** A request answered before: the same messages again, in order, without invoking. */
+  async function answerAgain(
+    served: Served,
+    delivery: Delivery,
+    messages: readonly Uint8Array[],
+    settle: (how: 'ack' | 'nack') => void,
+  ): Promise<void> {
+    const { spec, metrics } = served
+    const properties = { [ID_PROPERTY]: delivery.properties[ID_PROPERTY]! }
+    metrics.received('', delivery.redelivered)
+    try {
+      for (const body of messages) await transport.publish(spec.responseQueue, body, properties)
+      metrics.replayed()
+      logger.info({ service: spec.id, id: properties[ID_PROPERTY] }, 'answered again from memory, not invoked')
+      settle('ack')
+    } catch (err) {
+      logger.error({ service: spec.id, err: messageOf(err) }, 'could not publish a remembered answer; request returned')
+      settle('nack')
+    }
+  }
+
+  /**
+   * Writes a request to its service's dead-letter queue. Resolves false only
+   * when a request that cannot be answered (`mustKeep`) could not be kept: it
+   * must then go back to the broker, never be dropped silently.
+   */
+  async function keepDeadLetter(
+    served: Served,
+    ticket: Ticket,
+    reason: { kind: Refusal['kind']; message: string },
+    mustKeep: boolean,
+  ): Promise<boolean> {
+    const { spec, metrics } = served
+    const fields = { service: spec.id, kind: reason.kind, queue: served.guard.deadLetterQueue }
+    try {
+      if (await ticket.deadLetter(reason)) {
+        metrics.deadLettered(reason.kind)
+        logger.warn(fields, `request kept in the dead-letter queue: ${reason.message}`)
+      } else if (mustKeep) {
+        logger.error(fields, `request dropped (no dead-letter queue): ${reason.message}`)
+      }
+      return true
+    } catch (err) {
+      if (!mustKeep) {
+        logger.warn({ ...fields, err: messageOf(err) }, 'could not copy an error answer to the dead-letter queue')
+        return true
+      }
+      logger.error({ ...fields, err: messageOf(err) }, 'could not write the dead letter; request returned to the queue')
+      return false
+    }
+  }
+
+  /**
+   * A dead-letter queue keeps messages only for a subscription that exists
+   * (a RabbitMQ queue bound to its exchange, a Pulsar subscription): make it
+   * before the first dead letter, by attaching and leaving.
+   */
+  async function keepDeadLetterQueues(queues: (string | undefined)[]): Promise<void> {
+    for (const queue of new Set(queues)) {
+      if (queue === undefined) continue
+      const consumer = await transport.consume(
+        queue,
+        { subscription: DEAD_LETTER_SUBSCRIPTION, concurrency: 1, startAt: 'earliest' },
+        (delivery) => delivery.nack(),
+      )
+      await consumer.close()
     }
   }
 
@@ -194,6 +299,9 @@ export function createBridge(options: BridgeOptions): Bridge {
           logger.error({ service: spec.id, fn: spec.functionName }, `function cannot load: ${loadError}`)
         }),
       )
+      await keepDeadLetterQueues(
+        services.map((spec) => spec.delivery?.deadLetterQueue ?? options.delivery?.deadLetterQueue),
+      )
       for (const spec of services) {
         const served: Served = {
           spec,
@@ -201,6 +309,9 @@ export function createBridge(options: BridgeOptions): Bridge {
           shape: compileEventShape(spec.shape),
           toolOf: compileToolIdentifier(spec),
           metrics: metrics.forService(spec.id),
+          guard: createDeliveryGuard(spec, options.delivery ?? DEFAULT_DELIVERY, (queue, body, properties) =>
+            transport.publish(queue, body, properties),
+          ),
         }
         const consumer = await transport.consume(
           spec.requestQueue,

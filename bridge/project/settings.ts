@@ -4,6 +4,7 @@
  */
 import { DEFAULT_WORKSPACE } from '../../shared/config-protocol.ts'
 import { ConfigError, UsageError } from '../../shared/errors.ts'
+import { parseQueueName, QueueNameError } from '../../shared/queues.ts'
 import type { ToolServiceSpec } from './tool-services.ts'
 import { LOG_LEVELS, type LogLevel } from '../support/logger.ts'
 
@@ -40,7 +41,30 @@ export interface Settings {
   /** Error messages on the wire keep host paths (they are always logged in full). */
   debug: boolean
   pulsar: PulsarSettings
+  /** Defaults of the services' delivery settings (each may set its own in serverless.yml). */
+  delivery: DeliveryDefaults
 }
+
+/** Stale requests, redeliveries and dead letters, for services that do not say (bridge/core/delivery-guard.ts). */
+export interface DeliveryDefaults {
+  /** A request older than this is answered `expired` without invoking; 0: any age is invoked. */
+  maxAgeMs: number
+  /** Answers remembered per service for redeliveries; 0: none. */
+  answeredMemorySize: number
+  answeredMemoryTtlMs: number
+  /** Where requests that cannot be answered go; undefined: they are logged and dropped. */
+  deadLetterQueue: string | undefined
+}
+
+/**
+ * TrustGraph's tool-service client waits 600 s for an answer
+ * (ToolServiceClient.call(timeout=600) in trustgraph-base): a request older
+ * than that has no caller left, and one younger may still have one.
+ */
+export const DEFAULT_MAX_AGE_SECONDS = 600
+export const DEFAULT_ANSWERED_MEMORY_SIZE = 10_000
+/** As long as a request can still be invoked: a redelivery later than that is expired anyway. */
+export const DEFAULT_ANSWERED_MEMORY_TTL_SECONDS = DEFAULT_MAX_AGE_SECONDS
 
 /** What one bridge takes on at most (each has a flag). */
 export interface Limits {
@@ -137,6 +161,10 @@ export interface SettingFlags {
   pulsarToken?: string
   pulsarListener?: string
   pulsarClient?: string
+  maxAge?: string
+  answeredMemorySize?: string
+  answeredMemoryTtl?: string
+  deadLetterQueue?: string
 }
 
 export type Env = Record<string, string | undefined>
@@ -230,6 +258,41 @@ function resolveGatewaySettings(flags: SettingFlags, env: Env): GatewaySettings 
   }
 }
 
+/** A dead-letter queue must keep what it is given until someone reads it: a persistent queue. */
+export function checkDeadLetterQueue(path: string, queue: string): string {
+  let parsed: ReturnType<typeof parseQueueName>
+  try {
+    parsed = parseQueueName(queue)
+  } catch (err) {
+    if (err instanceof QueueNameError) throw new ConfigError(path, err.message)
+    throw err
+  }
+  if (!parsed.persistent) {
+    throw new ConfigError(
+      path,
+      `"${queue}" is not persistent: a dead-letter queue must keep its messages (a "flow:" queue or a persistent:// topic)`,
+    )
+  }
+  return queue
+}
+
+function resolveDeliveryDefaults(flags: SettingFlags, env: Env): DeliveryDefaults {
+  const maxAge = flags.maxAge ?? env.TOOLBRIDGE_MAX_AGE
+  const size = flags.answeredMemorySize ?? env.TOOLBRIDGE_ANSWERED_MEMORY_SIZE
+  const ttl = flags.answeredMemoryTtl ?? env.TOOLBRIDGE_ANSWERED_MEMORY_TTL
+  const deadLetterQueue = flags.deadLetterQueue ?? (env.TOOLBRIDGE_DEAD_LETTER_QUEUE || undefined)
+  return {
+    maxAgeMs: (maxAge === undefined ? DEFAULT_MAX_AGE_SECONDS : integer('--max-age', maxAge, 0, 86_400)) * 1000,
+    answeredMemorySize:
+      size === undefined ? DEFAULT_ANSWERED_MEMORY_SIZE : integer('--answered-memory-size', size, 0, 1_000_000),
+    answeredMemoryTtlMs:
+      (ttl === undefined ? DEFAULT_ANSWERED_MEMORY_TTL_SECONDS : integer('--answered-memory-ttl', ttl, 1, 86_400)) *
+      1000,
+    deadLetterQueue:
+      deadLetterQueue === undefined ? undefined : checkDeadLetterQueue('--dead-letter-queue', deadLetterQueue),
+  }
+}
+
 /** Refuses services whose `concurrency` adds up to more than the in-flight cap, naming them. */
 export function checkInFlightCap(services: ToolServiceSpec[], limits: Limits): void {
   const total = services.reduce((sum, s) => sum + s.concurrency, 0)
@@ -278,6 +341,7 @@ export function resolveSettings(
       listener: flags.pulsarListener ?? (env.TOOLBRIDGE_PULSAR_LISTENER || undefined),
       client: oneOf('--pulsar-client', flags.pulsarClient ?? env.TOOLBRIDGE_PULSAR_CLIENT ?? 'builtin', PULSAR_CLIENTS),
     },
+    delivery: resolveDeliveryDefaults(flags, env),
   }
 }
 

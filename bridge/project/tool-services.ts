@@ -4,7 +4,7 @@
  * made from them in descriptors.ts).
  */
 import type { ErrorObject, ValidateFunction } from 'ajv'
-import { ConfigError, isRecord } from '../../shared/errors.ts'
+import { ConfigError, type ErrorKind, isRecord } from '../../shared/errors.ts'
 import { defaultQueues, parseQueueName, QueueNameError } from '../../shared/queues.ts'
 import {
   type AnswerFormat,
@@ -15,6 +15,7 @@ import {
   TEMPLATE_PATH,
   TEMPLATE_PLACEHOLDER,
 } from '../../shared/tool-service-schema.ts'
+import { checkDeadLetterQueue } from './settings.ts'
 import * as generated from './tool-service-validators.generated.ts'
 
 export interface ConfigParam {
@@ -60,6 +61,19 @@ export interface ToolServiceSpec {
   tools: ToolSpec[]
   /** What the function receives and how its result becomes the answer (bridge/core/event-shapes.ts). */
   shape: ShapeSpec
+  /** Stale requests, redeliveries and dead letters (bridge/core/delivery-guard.ts); what is unset takes the bridge's defaults. */
+  delivery?: DeliverySpec
+}
+
+/** A service's own delivery settings (`maxAge`, `idempotent`, `answeredMemory`, `deadLetters`). */
+export interface DeliverySpec {
+  maxAgeSeconds?: number
+  idempotent?: boolean
+  answeredMemorySize?: number
+  answeredMemoryTtlSeconds?: number
+  deadLetterQueue?: string
+  /** Error answers also copied to the dead-letter queue. */
+  deadLetterKinds?: ErrorKind[]
 }
 
 /**
@@ -134,6 +148,10 @@ interface ToolServiceBlock {
   concurrency?: number
   invocationsPerWorker?: number
   timeout?: number
+  maxAge?: number
+  idempotent?: boolean
+  answeredMemory?: { size?: number; ttl?: number }
+  deadLetters?: { queue?: string; kinds?: ErrorKind[] }
   tools: ToolBlock[]
   event?: EventShape
   route?: { method?: HttpMethod; path?: string; query?: string[]; headers?: Record<string, string> }
@@ -451,8 +469,23 @@ function readToolService(
     },
     tools,
     shape: readShape(base, block),
+    ...readDelivery(base, block),
   }
   return { service, block }
+}
+
+/** `delivery` only when the block says something about it, so that specs without it stay as they were. */
+function readDelivery(base: string, block: ToolServiceBlock): { delivery?: DeliverySpec } {
+  const delivery: DeliverySpec = {}
+  if (block.maxAge !== undefined) delivery.maxAgeSeconds = block.maxAge
+  if (block.idempotent !== undefined) delivery.idempotent = block.idempotent
+  if (block.answeredMemory?.size !== undefined) delivery.answeredMemorySize = block.answeredMemory.size
+  if (block.answeredMemory?.ttl !== undefined) delivery.answeredMemoryTtlSeconds = block.answeredMemory.ttl
+  if (block.deadLetters?.queue !== undefined) {
+    delivery.deadLetterQueue = checkDeadLetterQueue(`${base}.deadLetters.queue`, block.deadLetters.queue)
+  }
+  if (block.deadLetters?.kinds !== undefined) delivery.deadLetterKinds = block.deadLetters.kinds
+  return Object.keys(delivery).length === 0 ? {} : { delivery }
 }
 
 function resolveQueues(base: string, block: ToolServiceBlock): { requestQueue: string; responseQueue: string } {

@@ -18,6 +18,11 @@ export class LinkedList<T> {
   private tail: ListNode<T> | undefined
   size = 0
 
+  /** The node added longest ago, if any. */
+  get first(): ListNode<T> | undefined {
+    return this.head
+  }
+
   push(value: T): ListNode<T> {
     const node: ListNode<T> = { value, prev: this.tail, next: undefined }
     if (this.tail) this.tail.next = node

@@ -22,6 +22,10 @@ export interface ServiceMetrics {
   answered(tool: string, errorKind: ErrorKind | undefined, seconds: number): void
   chunkPublished(): void
   inFlight(delta: 1 | -1): void
+  /** A redelivered request was answered again from the answered-once memory, without invoking. */
+  replayed(): void
+  /** A request was written to the dead-letter queue, for this reason. */
+  deadLettered(kind: ErrorKind): void
 }
 
 export interface BridgeMetrics {
@@ -29,7 +33,14 @@ export interface BridgeMetrics {
   transportReconnected(transport: string): void
 }
 
-const noServiceMetrics: ServiceMetrics = { received() {}, answered() {}, chunkPublished() {}, inFlight() {} }
+const noServiceMetrics: ServiceMetrics = {
+  received() {},
+  answered() {},
+  chunkPublished() {},
+  inFlight() {},
+  replayed() {},
+  deadLettered() {},
+}
 export const noMetrics: BridgeMetrics = { forService: () => noServiceMetrics, transportReconnected() {} }
 
 /** Seconds; from a fast in-process call to a long Lambda. */
@@ -89,6 +100,18 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     labelNames: ['service'] as const,
     registers,
   })
+  const replays = new Counter({
+    name: 'toolbridge_answers_replayed_total',
+    help: 'Redelivered requests answered again from memory, without invoking',
+    labelNames: ['service'] as const,
+    registers,
+  })
+  const deadLetters = new Counter({
+    name: 'toolbridge_dead_letters_total',
+    help: 'Requests written to the dead-letter queue, by the error.type of the reason',
+    labelNames: ['service', 'kind'] as const,
+    registers,
+  })
   const reconnects = new Counter({
     name: 'toolbridge_transport_reconnects_total',
     help: 'Connections to the broker re-established after a loss',
@@ -129,6 +152,7 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     const serviceRedeliveries = redeliveries.labels(service)
     const serviceInFlight = inFlight.labels(service)
     const trustgraph = trustgraphInvocations.labels(service)
+    const serviceReplays = replays.labels(service)
     return {
       received(tool, redelivered) {
         toolMetrics(tool).requests.inc()
@@ -148,6 +172,8 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
       },
       chunkPublished: () => serviceChunks.inc(),
       inFlight: (delta) => serviceInFlight.inc(delta),
+      replayed: () => serviceReplays.inc(),
+      deadLettered: (kind) => deadLetters.labels(service, wireErrorType(kind)).inc(),
     }
   }
 

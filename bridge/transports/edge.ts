@@ -38,7 +38,7 @@ export const asBuffer = (body: Uint8Array): Buffer =>
  * twice, so later calls do nothing.
  */
 export function deliveryOf(
-  message: { body: Uint8Array; properties: Properties; redelivered: boolean },
+  message: { body: Uint8Array; properties: Properties; redelivered: boolean; timestamp?: number | undefined },
   settle: (ack: boolean) => void,
 ): Delivery {
   let settled = false
@@ -51,6 +51,7 @@ export function deliveryOf(
     body: message.body,
     properties: message.properties,
     redelivered: message.redelivered,
+    timestamp: message.timestamp,
     ack: () => once(true),
     nack: () => once(false),
   }

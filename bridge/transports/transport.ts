@@ -14,6 +14,15 @@ export interface Delivery {
   readonly properties: Properties
   /** True when the broker has handed this message out before. */
   readonly redelivered: boolean
+  /**
+   * When the message entered the broker, in ms since the epoch, by the
+   * broker's or the producer's clock: the AMQP `timestamp` property
+   * (RabbitMQ's `timestamp_in_ms` header where its interceptor sets one), the
+   * Kafka record timestamp, the Pulsar publish time, the embedded broker's
+   * publish time. Absent when the message carries none. Judged by the bridge
+   * for `maxAge` (bridge/core/request-age.ts), which distrusts nonsense.
+   */
+  readonly timestamp?: number | undefined
   /** Done with it: the broker forgets it. */
   ack(): void
   /** Give it back: the broker redelivers it (to this or another consumer). */
@@ -27,6 +36,14 @@ export interface ConsumeOptions {
   subscription: string
   /** At most this many unacknowledged deliveries at a time (prefetch / permits). */
   concurrency: number
+  /**
+   * Where a subscription the broker does not know yet starts: at the end
+   * (default: what is published from now on), or at the earliest message the
+   * broker still holds (Kafka, Pulsar; a RabbitMQ queue and a subscription of
+   * the embedded broker hold messages only from their creation on, so there it
+   * is the same as the end).
+   */
+  startAt?: 'latest' | 'earliest'
 }
 
 export interface Consumer {

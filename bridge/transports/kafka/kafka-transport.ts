@@ -200,7 +200,7 @@ export class KafkaTransport implements Transport {
   }
 
   async consume(queue: string, options: ConsumeOptions, onDelivery: OnDelivery): Promise<Consumer> {
-    return this.read(queue, options.subscription, 'competing', options.concurrency, onDelivery)
+    return this.read(queue, options.subscription, 'competing', options.concurrency, onDelivery, options.startAt)
   }
 
   async subscribe(queue: string, onDelivery: OnDelivery): Promise<Consumer> {
@@ -335,6 +335,7 @@ export class KafkaTransport implements Transport {
     role: 'competing' | 'subscriber',
     concurrency: number,
     onDelivery: OnDelivery,
+    startAt: ConsumeOptions['startAt'] = 'latest',
   ): Promise<Consumer> {
     if (this.closed) throw this.closedError()
     if (!this.connected) throw new ToolbridgeError('unavailable', `${this.address}: not connected`, { retriable: true })
@@ -345,6 +346,7 @@ export class KafkaTransport implements Transport {
       groupId,
       role,
       concurrency,
+      startAt,
       onDelivery,
       client: this.client,
       reconnectRetry: this.reconnectRetry,

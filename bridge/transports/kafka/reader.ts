@@ -64,6 +64,8 @@ export interface ReaderOptions {
   /** `competing`: shares the group's partitions and commits; `subscriber`: a private group that sees everything. */
   role: 'competing' | 'subscriber'
   concurrency: number
+  /** Where a group without committed offsets starts (ConsumeOptions.startAt). */
+  startAt?: 'latest' | 'earliest' | undefined
   onDelivery: OnDelivery
   client: ClientOptions
   reconnectRetry: Retrier
@@ -222,7 +224,10 @@ export class TopicReader {
           : resume
             ? MessagesStreamModes.MANUAL
             : MessagesStreamModes.LATEST,
-        fallbackMode: MessagesStreamFallbackModes.LATEST,
+        fallbackMode:
+          this.options.startAt === 'earliest'
+            ? MessagesStreamFallbackModes.EARLIEST
+            : MessagesStreamFallbackModes.LATEST,
         offsets: resume ? [...this.positions].map(([partition, offset]) => ({ topic, partition, offset })) : undefined,
       })
       // 'offsets': the stream knows where to read each assigned partition from.
@@ -345,7 +350,12 @@ export class TopicReader {
       this.stream?.pause()
     }
     const delivery = deliveryOf(
-      { body: message.value ?? EMPTY, properties: toProperties(message.headers), redelivered },
+      {
+        body: message.value ?? EMPTY,
+        properties: toProperties(message.headers),
+        redelivered,
+        timestamp: Number(message.timestamp),
+      },
       (ack) => {
         this.release()
         if (!ack) this.redeliverLater(message, tracked)

@@ -35,6 +35,8 @@ interface Message {
   body: Uint8Array
   properties: Properties
   redelivered: boolean
+  /** When it was published (Date.now()), as a broker stamps its messages. */
+  timestamp: number
 }
 
 class MemoryConsumer implements Consumer {
@@ -201,8 +203,9 @@ export class MemoryBroker {
         )
       }
     }
+    const timestamp = Date.now()
     for (const subscription of subscriptions.values()) {
-      subscription.enqueue({ body, properties, redelivered: false })
+      subscription.enqueue({ body, properties, redelivered: false, timestamp })
     }
   }
 }

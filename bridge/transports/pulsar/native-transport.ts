@@ -26,6 +26,7 @@ interface NativeMessage {
   getData(): Buffer
   getProperties(): Record<string, unknown>
   getRedeliveryCount(): number
+  getPublishTimestamp(): number
 }
 interface NativeConsumer {
   acknowledge(message: NativeMessage): Promise<null> | void
@@ -163,6 +164,7 @@ export class NativePulsarTransport implements Transport {
       Math.max(MIN_RECEIVER_QUEUE, options.concurrency),
       options.concurrency,
       onDelivery,
+      options.startAt === 'earliest' ? 'Earliest' : 'Latest',
     )
   }
 
@@ -230,6 +232,7 @@ export class NativePulsarTransport implements Transport {
     receiverQueueSize: number,
     concurrency: number,
     onDelivery: OnDelivery,
+    initialPosition: 'Latest' | 'Earliest' = 'Latest',
   ): Promise<Consumer> {
     const topic = pulsarTopic(parseQueueName(queue))
     const gate = new Gate(concurrency)
@@ -239,7 +242,7 @@ export class NativePulsarTransport implements Transport {
         topic,
         subscription,
         subscriptionType,
-        subscriptionInitialPosition: 'Latest',
+        subscriptionInitialPosition: initialPosition,
         receiverQueueSize,
         listener: (message: NativeMessage, from: NativeConsumer) =>
           gate.admit(() => this.deliver(message, from, gate, onDelivery)),
@@ -267,6 +270,7 @@ export class NativePulsarTransport implements Transport {
         body: message.getData(),
         properties: plainProperties(message.getProperties()),
         redelivered: message.getRedeliveryCount() > 0,
+        timestamp: message.getPublishTimestamp(),
       },
       (ack) => {
         gate.release()

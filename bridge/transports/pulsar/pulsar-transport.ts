@@ -153,6 +153,7 @@ export class PulsarTransport implements Transport {
         receiverQueueSize: Math.max(MIN_RECEIVER_QUEUE, options.concurrency),
         maxUnacked: options.concurrency,
         durable: true,
+        initialPosition: options.startAt === 'earliest' ? 'Earliest' : 'Latest',
       },
       onDelivery,
     )
@@ -181,6 +182,7 @@ export class PulsarTransport implements Transport {
         receiverQueueSize: MIN_RECEIVER_QUEUE,
         maxUnacked: MIN_RECEIVER_QUEUE,
         durable: false,
+        initialPosition: 'Latest',
       },
       onDelivery,
     )
@@ -228,6 +230,7 @@ export class PulsarTransport implements Transport {
       receiverQueueSize: number
       maxUnacked: number
       durable: boolean
+      initialPosition: 'Latest' | 'Earliest'
     },
     onDelivery: OnDelivery,
   ): Promise<Consumer> {
@@ -237,7 +240,6 @@ export class PulsarTransport implements Transport {
       return await this.client.subscribe({
         topic,
         ...options,
-        initialPosition: 'Latest',
         listener: (message) => this.deliver(topic, message, onDelivery),
         onError: (err) =>
           this.logger.warn({ broker: this.address, topic, err: err.message }, 'Pulsar message not delivered'),
@@ -249,7 +251,12 @@ export class PulsarTransport implements Transport {
 
   private deliver(topic: string, message: Message, onDelivery: OnDelivery): void {
     const delivery = deliveryOf(
-      { body: message.payload, properties: message.properties, redelivered: message.redeliveryCount > 0 },
+      {
+        body: message.payload,
+        properties: message.properties,
+        redelivered: message.redeliveryCount > 0,
+        timestamp: message.publishTime,
+      },
       (ack) => (ack ? message.ack() : message.nack()),
     )
     handOver(onDelivery, delivery, this.logger, { broker: this.address, topic })

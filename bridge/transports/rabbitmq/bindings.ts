@@ -88,6 +88,19 @@ function toProperties(headers: Record<string, unknown> | undefined): Properties 
   return properties
 }
 
+/**
+ * When the message entered the broker: the `timestamp_in_ms` header that
+ * RabbitMQ's set_header_timestamp interceptor adds (ms), else the AMQP
+ * `timestamp` property a producer set (seconds). TrustGraph's RabbitMQ
+ * backend sets neither; the bridge then counts from when it first saw it.
+ */
+function brokerTimestamp(message: ConsumeMessage): number | undefined {
+  const inMs = Number(message.properties.headers?.timestamp_in_ms)
+  if (Number.isFinite(inMs)) return inMs
+  const seconds: unknown = message.properties.timestamp
+  return typeof seconds === 'number' ? seconds * 1000 : undefined
+}
+
 export class Bindings {
   private readonly connection: RabbitConnection
   private readonly address: string
@@ -251,6 +264,7 @@ export class Bindings {
         body: message.content,
         properties: toProperties(message.properties.headers as Record<string, unknown> | undefined),
         redelivered: message.fields.redelivered,
+        timestamp: brokerTimestamp(message),
       },
       (ack) => {
         attachment.outstanding--

@@ -144,7 +144,9 @@ export class RabbitTransport implements Transport {
     }
     const content = asBuffer(body)
     // No headers table when there are no properties, as TrustGraph sends it.
-    const options = hasAny(properties) ? { ...route.options, headers: properties } : route.options
+    // The AMQP timestamp (seconds) is what a consumer judges a request's age by (maxAge).
+    const stamped = { ...route.options, timestamp: Math.floor(Date.now() / 1000) }
+    const options = hasAny(properties) ? { ...stamped, headers: properties } : stamped
     let deadline: number | undefined
     for (;;) {
       const session =

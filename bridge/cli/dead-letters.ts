@@ -1,0 +1,130 @@
+/**
+ * `toolbridge dead-letters list | replay`: reading a dead-letter queue back
+ * and sending its requests again. Both read on the subscription the bridge
+ * keeps the queue with (DEAD_LETTER_SUBSCRIPTION), from the earliest message
+ * held, until nothing more arrives for a moment. `list` settles nothing, so
+ * everything goes back to the queue when the caller closes the transport;
+ * `replay` acknowledges only what it has published again.
+ */
+import { type DeadLetter, readDeadLetter, replayProblem } from '../core/dead-letters.ts'
+import { DEAD_LETTER_SUBSCRIPTION } from '../core/delivery-guard.ts'
+import type { Consumer, Delivery, Transport } from '../transports/transport.ts'
+
+export interface ReadOptions {
+  /** Messages read at most. */
+  limit: number
+  /** Reading stops once nothing has arrived for this long. */
+  idleMs: number
+}
+
+export const DEFAULT_READ: ReadOptions = { limit: 1000, idleMs: 2000 }
+
+/** A message of the queue: a dead letter, or why it is not one. */
+export type Listed = { delivery: Delivery } & ({ ok: true; deadLetter: DeadLetter } | { ok: false; message: string })
+
+/**
+ * Reads what the queue holds, unsettled: the caller settles what it wants to,
+ * then closes the consumer (on RabbitMQ that waits for the broker, so the acks
+ * before it have arrived) and the transport, which gives back the rest.
+ */
+async function readQueue(
+  transport: Transport,
+  queue: string,
+  options: ReadOptions,
+): Promise<{ listed: Listed[]; consumer: Consumer }> {
+  const listed: Listed[] = []
+  let idle: NodeJS.Timeout | undefined
+  let done: () => void = () => {}
+  const finished = new Promise<void>((resolve) => {
+    done = resolve
+  })
+  const restartIdle = () => {
+    clearTimeout(idle)
+    idle = setTimeout(done, options.idleMs)
+  }
+  const consumer = await transport.consume(
+    queue,
+    { subscription: DEAD_LETTER_SUBSCRIPTION, concurrency: options.limit, startAt: 'earliest' },
+    (delivery) => {
+      if (listed.length >= options.limit) return // over the limit: left unsettled, it goes back with the rest
+      listed.push({ delivery, ...readDeadLetter(delivery.body, delivery.properties) })
+      if (listed.length >= options.limit) done()
+      else restartIdle()
+    },
+  )
+  restartIdle()
+  await finished
+  clearTimeout(idle)
+  return { listed, consumer }
+}
+
+/** What the dead-letter queue holds, oldest first; nothing is taken from it. */
+export async function listDeadLetters(
+  transport: Transport,
+  queue: string,
+  options: ReadOptions = DEFAULT_READ,
+): Promise<Listed[]> {
+  const { listed, consumer } = await readQueue(transport, queue, options)
+  await consumer.close()
+  return listed
+}
+
+export interface Replayed {
+  /** Sent again to their request queues and taken out of the dead-letter queue. */
+  replayed: DeadLetter[]
+  /** Left in the dead-letter queue, and why. */
+  refused: { id: string; reason: string }[]
+  /** Ids asked for that the queue does not hold. */
+  notFound: string[]
+}
+
+/**
+ * Publishes dead letters (those of `ids`, or all) to the request queues they
+ * came from, with their original properties, and takes them out of the
+ * dead-letter queue once the broker has the request. One that cannot be
+ * replayed (not a dead letter, its body no request, its queue no queue) stays.
+ */
+export async function replayDeadLetters(
+  transport: Transport,
+  queue: string,
+  ids: string[] | undefined,
+  options: ReadOptions = DEFAULT_READ,
+): Promise<Replayed> {
+  const wanted = ids === undefined ? undefined : new Set(ids)
+  const result: Replayed = { replayed: [], refused: [], notFound: [] }
+  const found = new Set<string>()
+  const { listed, consumer } = await readQueue(transport, queue, options)
+  for (const item of listed) {
+    if (!item.ok) {
+      if (wanted === undefined) result.refused.push({ id: '(none)', reason: item.message })
+      continue
+    }
+    const { deadLetter } = item
+    if (wanted !== undefined && !wanted.has(deadLetter.id)) continue
+    found.add(deadLetter.id)
+    const problem = replayProblem(deadLetter)
+    if (problem !== undefined) {
+      result.refused.push({ id: deadLetter.id, reason: problem })
+      continue
+    }
+    try {
+      await transport.publish(deadLetter.queue, deadLetter.body, deadLetter.properties)
+    } catch (err) {
+      result.refused.push({ id: deadLetter.id, reason: `could not publish it: ${(err as Error).message}` })
+      continue
+    }
+    item.delivery.ack()
+    result.replayed.push(deadLetter)
+  }
+  await consumer.close()
+  if (wanted !== undefined) result.notFound = [...wanted].filter((id) => !found.has(id))
+  return result
+}
+
+/** One line for a dead letter: id, when, service, reason, attempts, request id. */
+export function describeDeadLetter(item: Listed): string {
+  if (!item.ok) return `(not a dead letter: ${item.message})`
+  const d = item.deadLetter
+  const requestId = d.properties.id ?? '(none)'
+  return `${d.id}  ${d.time}  ${d.service}  ${d.kind}: ${d.message}  attempts ${d.attempts}  request id ${requestId}`
+}

@@ -1,0 +1,350 @@
+/**
+ * Delivery beyond at-least-once, as one suite run on every broker: a backlog
+ * that waited past `maxAge` is answered `expired` without invoking; a request
+ * redelivered after its answer was published is answered again from memory
+ * (every message, in order) without a second call; a request whose answer
+ * cannot be published lands in the dead-letter queue with its reason, and
+ * `dead-letters replay` gets it answered; a dead-letter queue that cannot be
+ * written makes the bridge hand the request back, never drop it.
+ *
+ * The function is a counting invoker in this process (the count is what the
+ * tests are about); the broker is real. Where a broker refusing an answer is
+ * needed, the bridge's transport refuses publishes to the response queue the
+ * way a transport reports a refusal (a non-retriable ToolbridgeError); the
+ * dead letters themselves go through the real broker.
+ */
+import { randomUUID } from 'node:crypto'
+import { afterAll, describe, expect, it } from 'vitest'
+import { listDeadLetters, replayDeadLetters } from '../../bridge/cli/dead-letters.ts'
+import { createBridge, type Bridge } from '../../bridge/core/bridge.ts'
+import { deadLetterMessage } from '../../bridge/core/dead-letters.ts'
+import type { Invoker } from '../../bridge/invokers/invoker.ts'
+import type { DeliveryDefaults } from '../../bridge/project/settings.ts'
+import { readToolServices, type ToolServiceSpec } from '../../bridge/project/tool-services.ts'
+import { createMetrics, type Metrics } from '../../bridge/support/metrics.ts'
+import type { Transport } from '../../bridge/transports/transport.ts'
+import { ToolbridgeError } from '../../shared/errors.ts'
+import { encodeRequest, ID_PROPERTY } from '../../shared/protocol.ts'
+import { ResponseTap, waitFor } from './response-tap.ts'
+
+export interface DeliveryProfile {
+  /** A new transport on the broker, not connected yet. */
+  transport(): Promise<Transport>
+  /** Fail-safe for waits that should end. */
+  limitMs: number
+  /** Removes what the suite left on the broker: every queue or topic whose name contains `run`. */
+  drop?(run: string): Promise<void>
+}
+
+const DEFAULTS: DeliveryDefaults = {
+  maxAgeMs: 600_000,
+  answeredMemorySize: 100,
+  answeredMemoryTtlMs: 600_000,
+  deadLetterQueue: undefined,
+}
+
+/** A streamed tool service on persistent queues of its own (they keep a backlog while no bridge runs). */
+function service(id: string, extra: Record<string, unknown> = {}): ToolServiceSpec {
+  const [spec] = readToolServices({
+    functions: {
+      [id]: {
+        handler: 'counted.handler',
+        toolService: {
+          id,
+          requestQueue: `flow:tg:${id}-request`,
+          responseQueue: `flow:tg:${id}-response`,
+          response: 'stream',
+          tools: [{ name: id, description: 'Streams a<n>, b<n>, then answers c<n>' }],
+          ...extra,
+        },
+      },
+    },
+  })
+  return spec!
+}
+
+/** A function that counts its calls: two chunks and an answer, each naming the request's `n`. */
+function counted() {
+  const calls: number[] = []
+  const invoker: Invoker = {
+    async invoke({ event, onChunk }) {
+      const n = (event as { arguments: { n: number } }).arguments.n
+      calls.push(n)
+      onChunk(`a${n}`)
+      onChunk(`b${n}`)
+      return { ok: true, text: `c${n}` }
+    },
+    prepare: async () => undefined,
+    close: async () => {},
+  }
+  return { invoker, calls }
+}
+
+/** The transport, but publishes to queues `refused()` names fail as a broker's refusal does (not retriable). */
+function refusing(transport: Transport, refused: (queue: string) => boolean): Transport & { refusals: number } {
+  let refusals = 0
+  return new Proxy(transport, {
+    get(target, property) {
+      if (property === 'refusals') return refusals
+      if (property === 'publish') {
+        return (queue: string, body: Uint8Array, properties: Record<string, string>) => {
+          if (!refused(queue)) return target.publish(queue, body, properties)
+          refusals++
+          return Promise.reject(new ToolbridgeError('too-large', `the broker refused the message to ${queue}`))
+        }
+      }
+      const value: unknown = Reflect.get(target, property, target)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  }) as Transport & { refusals: number }
+}
+
+async function replayedCount(metrics: Metrics, service: string): Promise<number> {
+  const metric = await metrics.registry.getSingleMetric('toolbridge_answers_replayed_total')!.get()
+  return metric.values.find((v) => v.labels.service === service)?.value ?? 0
+}
+
+const texts = (tap: ResponseTap, id: string) =>
+  tap
+    .messages(id)
+    .map(
+      (m) =>
+        `${m.response.error ? `error:${m.response.error.type}` : m.response.response}${m.response.end_of_stream ? '.' : ''}`,
+    )
+
+export function describeDelivery(name: string, profile: DeliveryProfile): void {
+  const run = randomUUID().slice(0, 8)
+  const cleanups: (() => Promise<unknown>)[] = []
+  afterAll(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
+    await profile.drop?.(run)
+  })
+
+  async function client(): Promise<Transport> {
+    const transport = await profile.transport()
+    await transport.connect()
+    cleanups.push(() => transport.close())
+    return transport
+  }
+
+  async function bridgeOf(
+    transport: Transport,
+    spec: ToolServiceSpec,
+    invoker: Invoker,
+    options: { delivery?: Partial<DeliveryDefaults>; loseAckAfterAnswer?: (id: string) => boolean } = {},
+  ): Promise<{ bridge: Bridge; metrics: Metrics }> {
+    const metrics = createMetrics({ processMetrics: false })
+    const bridge = createBridge({
+      transport,
+      invoker,
+      services: [spec],
+      metrics,
+      delivery: { ...DEFAULTS, ...options.delivery },
+      loseAckAfterAnswer: options.loseAckAfterAnswer,
+    })
+    await bridge.start()
+    cleanups.push(() => bridge.stop())
+    return { bridge, metrics }
+  }
+
+  const send = (transport: Transport, spec: ToolServiceSpec, id: string, n: number) =>
+    transport.publish(spec.requestQueue, encodeRequest({ arguments: { n } }), { [ID_PROPERTY]: id })
+
+  describe(`${name}: delivery`, () => {
+    it('a backlog built while the bridge was down: what waited past maxAge is answered expired without invoking, what is new is answered', async () => {
+      const spec = service(`dlv-age-${run}`, { maxAge: 2 })
+      const caller = await client()
+      const tap = await ResponseTap.open(caller, spec.responseQueue, profile.limitMs)
+      // A first run makes the subscription (and on Kafka the group's committed offset) the backlog waits on.
+      const first = counted()
+      const earlier = await bridgeOf(await profile.transport(), spec, first.invoker)
+      await send(caller, spec, 'warm', 0)
+      await tap.ended('warm')
+      await earlier.bridge.stop()
+
+      for (let n = 1; n <= 3; n++) await send(caller, spec, `old-${n}`, n)
+      await new Promise((resolve) => setTimeout(resolve, 3500)) // past maxAge: 2 s
+      const later = counted()
+      await bridgeOf(await profile.transport(), spec, later.invoker)
+      await send(caller, spec, 'new', 9)
+
+      await tap.ended('new')
+      for (let n = 1; n <= 3; n++) {
+        const [answer, ...more] = await tap.ended(`old-${n}`)
+        expect(more).toStrictEqual([])
+        expect(answer!.response.error?.type).toBe('expired')
+        expect(answer!.response.error?.message).toMatch(
+          /^the request waited \d+(\.\d)? s since the broker took it, over its maxAge of 2 s/,
+        )
+      }
+      expect(texts(tap, 'new')).toStrictEqual(['a9', 'b9', 'c9.'])
+      expect(later.calls).toStrictEqual([9])
+    })
+
+    it('a request redelivered after its answer was published is answered again from memory, every message in order, without a second call', async () => {
+      const spec = service(`dlv-once-${run}`)
+      const caller = await client()
+      const tap = await ResponseTap.open(caller, spec.responseQueue, profile.limitMs)
+      const { invoker, calls } = counted()
+      let lost = 0
+      const { metrics } = await bridgeOf(await profile.transport(), spec, invoker, {
+        // The ack of the first answer is lost, as with a connection dropped between the publish confirm and the ack.
+        loseAckAfterAnswer: (id) => id === 'twice' && lost++ === 0,
+      })
+      await send(caller, spec, 'twice', 1)
+      await waitFor('the answer, twice', () => texts(tap, 'twice').length >= 6, profile.limitMs)
+      expect(texts(tap, 'twice')).toStrictEqual(['a1', 'b1', 'c1.', 'a1', 'b1', 'c1.'])
+      expect(calls).toStrictEqual([1])
+      expect(await replayedCount(metrics, spec.id)).toBe(1)
+
+      // The same id with another body is another request: it runs.
+      await send(caller, spec, 'twice', 2)
+      await waitFor('the second body answered', () => texts(tap, 'twice').length >= 9, profile.limitMs)
+      expect(texts(tap, 'twice').slice(6)).toStrictEqual(['a2', 'b2', 'c2.'])
+      expect(calls).toStrictEqual([1, 2])
+    })
+
+    it('an idempotent service keeps no memory: a redelivery runs the function again', async () => {
+      const spec = service(`dlv-idem-${run}`, { idempotent: true })
+      const caller = await client()
+      const tap = await ResponseTap.open(caller, spec.responseQueue, profile.limitMs)
+      const { invoker, calls } = counted()
+      let lost = 0
+      await bridgeOf(await profile.transport(), spec, invoker, {
+        loseAckAfterAnswer: (id) => id === 'again' && lost++ === 0,
+      })
+      await send(caller, spec, 'again', 4)
+      await waitFor('the answer, twice', () => texts(tap, 'again').length >= 6, profile.limitMs)
+      expect(calls).toStrictEqual([4, 4])
+    })
+
+    it('a request whose answer cannot be published lands in the dead-letter queue with its reason; replayed, it is answered', async () => {
+      const spec = service(`dlv-dead-${run}`)
+      const deadLetterQueue = `flow:tg:dlv-dead-${run}-dlq`
+      const caller = await client()
+      const tap = await ResponseTap.open(caller, spec.responseQueue, profile.limitMs)
+      const { invoker, calls } = counted()
+      let refuseAnswers = true
+      const transport = refusing(await profile.transport(), (q) => refuseAnswers && q === spec.responseQueue)
+      await bridgeOf(transport, spec, invoker, { delivery: { deadLetterQueue } })
+      const request = encodeRequest({ arguments: { n: 7 } })
+      await caller.publish(spec.requestQueue, request, { [ID_PROPERTY]: 'lost', extra: 'kept' })
+      await waitFor('the refusal', () => transport.refusals > 0, profile.limitMs)
+
+      const listed = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1500 }))
+      const mine = listed.filter((item) => item.ok && item.deadLetter.properties.id === 'lost')
+      expect(mine).toHaveLength(1)
+      const [item] = mine
+      if (!item?.ok) throw new Error('not a dead letter')
+      expect(item.deadLetter).toMatchObject({
+        kind: 'too-large',
+        service: spec.id,
+        queue: spec.requestQueue,
+        attempts: 1,
+        properties: { id: 'lost', extra: 'kept' },
+      })
+      expect(item.deadLetter.message).toMatch(/^its answer could not be published: the broker refused/)
+      expect(Buffer.from(item.deadLetter.body).equals(Buffer.from(request))).toBe(true)
+      expect(calls).toStrictEqual([7])
+
+      refuseAnswers = false
+      const replayed = await withTransport((t) =>
+        replayDeadLetters(t, deadLetterQueue, [item.deadLetter.id, 'no-such-id'], { limit: 100, idleMs: 1500 }),
+      )
+      expect(replayed.replayed.map((d) => d.id)).toStrictEqual([item.deadLetter.id])
+      expect(replayed.notFound).toStrictEqual(['no-such-id'])
+      await tap.ended('lost')
+      expect(texts(tap, 'lost')).toStrictEqual(['a7', 'b7', 'c7.'])
+      expect(calls).toStrictEqual([7, 7])
+      const after = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1500 }))
+      expect(after.filter((i) => i.ok && i.deadLetter.id === item.deadLetter.id)).toStrictEqual([])
+    })
+
+    it('an undecodable request without an id, and an answer of a kind the service keeps, are dead letters too', async () => {
+      const spec = service(`dlv-kinds-${run}`, { deadLetters: { kinds: ['bad-request'] } })
+      const deadLetterQueue = `flow:tg:dlv-kinds-${run}-dlq`
+      const caller = await client()
+      const tap = await ResponseTap.open(caller, spec.responseQueue, profile.limitMs)
+      const { invoker, calls } = counted()
+      await bridgeOf(await profile.transport(), spec, invoker, { delivery: { deadLetterQueue } })
+      await caller.publish(spec.requestQueue, Buffer.from('{not json'), {})
+      const badArguments = JSON.stringify({ user: 'u', config: '{}', arguments: '{"n": 1' })
+      await caller.publish(spec.requestQueue, Buffer.from(badArguments), { [ID_PROPERTY]: 'bad' })
+      await send(caller, spec, 'fine', 2)
+      await tap.ended('bad')
+      await tap.ended('fine')
+      await tap.ended('unknown') // the answer to the request without an id, which nobody can match
+      await waitFor(
+        'both dead letters',
+        async () => {
+          const listed = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1000 }))
+          const kinds = listed.flatMap((i) =>
+            i.ok ? [`${i.deadLetter.properties.id ?? '-'}:${i.deadLetter.kind}`] : [],
+          )
+          return kinds.sort().join(' ') === '-:bad-request bad:bad-request'
+        },
+        profile.limitMs,
+      )
+      expect(calls).toStrictEqual([2])
+    })
+
+    it('a dead letter that is no longer a request is refused by replay and stays in the queue', async () => {
+      const deadLetterQueue = `flow:tg:dlv-bad-${run}-dlq`
+      const caller = await client()
+      const spec = service(`dlv-bad-${run}`)
+      // A bridge makes the subscription that keeps the queue's messages.
+      await bridgeOf(await profile.transport(), spec, counted().invoker, { delivery: { deadLetterQueue } })
+      const reason = { kind: 'crash' as const, message: 'x', service: spec.id, queue: spec.requestQueue, attempts: 1 }
+      const broken = deadLetterMessage(
+        { body: Buffer.from('{not json'), properties: { id: 'b' } },
+        reason,
+        'broken',
+        new Date(),
+      )
+      await caller.publish(deadLetterQueue, broken.body, broken.properties)
+      const result = await withTransport((t) =>
+        replayDeadLetters(t, deadLetterQueue, ['broken'], { limit: 100, idleMs: 1500 }),
+      )
+      expect(result.replayed).toStrictEqual([])
+      expect(result.refused).toHaveLength(1)
+      expect(result.refused[0]!.reason).toMatch(/^its body is not a request/)
+      const listed = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1500 }))
+      expect(listed.filter((i) => i.ok && i.deadLetter.id === 'broken')).toHaveLength(1)
+    })
+
+    it('a dead-letter queue that cannot be written: the request is handed back and retried, then kept once it can be', async () => {
+      const spec = service(`dlv-unwritable-${run}`)
+      const deadLetterQueue = `flow:tg:dlv-unwritable-${run}-dlq`
+      const caller = await client()
+      const { invoker } = counted()
+      let refuseDeadLetters = true
+      const transport = refusing(
+        await profile.transport(),
+        (q) => q === spec.responseQueue || (refuseDeadLetters && q === deadLetterQueue),
+      )
+      await bridgeOf(transport, spec, invoker, { delivery: { deadLetterQueue } })
+      await send(caller, spec, 'kept', 3)
+      // Each attempt is refused twice: its answer, then its dead letter.
+      await waitFor('two attempts', () => transport.refusals >= 4, profile.limitMs)
+      refuseDeadLetters = false
+      await waitFor(
+        'the dead letter',
+        async () => {
+          const listed = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1000 }))
+          return listed.some((i) => i.ok && i.deadLetter.properties.id === 'kept' && i.deadLetter.attempts >= 2)
+        },
+        profile.limitMs * 2,
+      )
+    })
+  })
+
+  async function withTransport<T>(use: (transport: Transport) => Promise<T>): Promise<T> {
+    const transport = await profile.transport()
+    await transport.connect()
+    try {
+      return await use(transport)
+    } finally {
+      await transport.close()
+    }
+  }
+}
