@@ -24,6 +24,7 @@ import type { Settings } from '../project/settings.ts'
 import type { Logger } from '../support/logger.ts'
 import { startRuntime, type Runtime } from '../runtime.ts'
 import { ChangeBatches } from './change-batches.ts'
+import { syntaxPlace } from './syntax-place.ts'
 import { affectedFunctions, moduleFiles } from './module-graph.ts'
 
 /** An editor's save is over within this; a person does not save twice as fast. */
@@ -113,7 +114,8 @@ export async function startDev(
     for (const spec of specs) {
       const error = await runtime.reload(spec)
       if (error === undefined) continue
-      const { message, place } = splitLoadError(error)
+      const { message, place: reported } = splitLoadError(error)
+      const place = reported ?? (await syntaxPlace(changed))
       failures.push({
         state: 'broken',
         at: Date.now(),

@@ -175,7 +175,6 @@ async function runCall(tool, form, answer, streaming) {
   let firstChunkMs
   let chunkCount = 0
   let shown = 0
-  let bytes = 0
   let cut = false
   const show = (text) => {
     if (cut) return
@@ -196,7 +195,8 @@ async function runCall(tool, form, answer, streaming) {
   const finish = (line) => {
     const total = Math.round(performance.now() - started)
     const first = firstChunkMs === undefined ? '' : `, first chunk ${firstChunkMs} ms, ${chunkCount} chunks`
-    timing.textContent = `${total} ms total${first}, ${bytes} bytes`
+    const size = line.error ? '' : `, ${line.response.length} characters`
+    timing.textContent = `${total} ms total${first}${size}`
     if (line.error) {
       answer.className = 'answer error'
       answer.append(el('p', { class: 'error-text' }, `${line.error.type}: ${line.error.message}`))
@@ -221,7 +221,6 @@ async function runCall(tool, form, answer, streaming) {
     for (;;) {
       const { value, done } = await reader.read()
       if (done) break
-      bytes += value.length
       buffered += value
       const lines = buffered.split('\n')
       buffered = lines.pop()
@@ -267,7 +266,7 @@ function renderServices(services) {
         ...service.tools.map((tool) => toolSection(tool)),
       ),
     )
-    for (const tool of service.tools) filter.append(el('option', {}, tool.name))
+    for (const tool of service.tools) filter.append(el('option', { value: tool.name }, tool.name))
   }
 }
 
@@ -316,7 +315,7 @@ function onEvent(type, data) {
     if (log.length > LOG_ROWS) log.shift()
     const outcome = $('#filter-outcome')
     if (data.outcome !== 'ok' && ![...outcome.options].some((o) => o.value === data.outcome))
-      outcome.append(el('option', {}, data.outcome))
+      outcome.append(el('option', { value: data.outcome }, data.outcome))
     renderLog()
     clearTimeout(statsTimer)
     statsTimer = setTimeout(loadStats, 500)
