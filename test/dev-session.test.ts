@@ -1,0 +1,135 @@
+/**
+ * `toolbridge dev` over HTTP, with real worker threads and files edited on
+ * disk: what a call in flight sees when its function changes, a changed or
+ * broken serverless.yml, a caller that goes away mid-stream, and the token.
+ */
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { startDev, type DevSession } from '../bridge/dev/dev-session.ts'
+import type { CodeStatus } from '../bridge/http/console/console-feed.ts'
+import { resolveSettings } from '../bridge/project/settings.ts'
+import { silentLogger } from '../bridge/support/logger.ts'
+
+const FIXTURE = join(import.meta.dirname, 'fixtures', 'dev-project')
+
+let dir: string
+let session: DevSession | undefined
+
+async function start(flags: { httpToken?: string } = {}): Promise<DevSession> {
+  dir = mkdtempSync(join(tmpdir(), 'toolbridge-dev-'))
+  cpSync(FIXTURE, dir, { recursive: true })
+  const settings = { ...resolveSettings({ port: '0', invoker: 'local', ...flags }, {}), broker: undefined }
+  session = await startDev(join(dir, 'serverless.yml'), settings, { logger: silentLogger, say: () => {} })
+  return session
+}
+
+afterEach(async () => {
+  await session?.stop()
+  session = undefined
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** The next code status the session reports. */
+const nextStatus = (s: DevSession) =>
+  new Promise<CodeStatus>((resolve) => {
+    const stop = s.feed.onStatus((status) => {
+      stop()
+      resolve(status)
+    })
+  })
+
+async function call(s: DevSession, tool: string, args: Record<string, unknown>, headers: Record<string, string> = {}) {
+  const res = await fetch(`${s.url}/tools/${tool}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ arguments: args }),
+  })
+  return {
+    status: res.status,
+    lines: (await res.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l)),
+  }
+}
+
+describe('toolbridge dev', () => {
+  it('lets a call in flight finish on the old code while the next call gets the new', async () => {
+    const s = await start()
+    // A streamed story of 20 words takes about 3 s: the edit lands in the middle of it.
+    const story = join(dir, 'story.mjs')
+    let answered = false
+    const inFlight = call(s, 'story', { words: 20 }).finally(() => (answered = true))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const reloaded = nextStatus(s)
+    writeFileSync(story, readFileSync(story, 'utf8').replace('`word', '`new'))
+    expect((await reloaded).message).toMatch(/^reloaded story \(story\.mjs changed\)$/)
+    expect(answered).toBe(false)
+    const old = await inFlight
+    const words = Array.from({ length: 20 }, (_, i) => `word${i + 1} `).join('')
+    expect(old.lines.at(-1)).toEqual({ response: words })
+    const fresh = await call(s, 'story', { words: 2 })
+    expect(fresh.lines.at(-1)).toEqual({ response: 'new1 new2 ' })
+  })
+
+  it('shows a broken serverless.yml with its line and serves on; a good one restarts the bridge with its tools', async () => {
+    const s = await start()
+    const config = join(dir, 'serverless.yml')
+    const good = readFileSync(config, 'utf8')
+    let status = nextStatus(s)
+    writeFileSync(config, good.replace('  echo:\n', '  echo:\n   bad: [\n'))
+    const broken = await status
+    expect(broken).toMatchObject({ state: 'broken', file: 'serverless.yml' })
+    expect(broken.line).toBeGreaterThan(0)
+    expect(broken.message).toMatch(/invalid YAML.*still serving the last good serverless\.yml$/)
+    expect((await call(s, 'echo', { text: 'a' })).lines).toEqual([{ response: 'v1: a' }])
+
+    status = nextStatus(s)
+    writeFileSync(config, good.replaceAll('name: echo\n', 'name: echo2\n'))
+    expect(await status).toMatchObject({ state: 'ok', message: 'serverless.yml changed: restarted with 2 tools' })
+    expect((await call(s, 'echo2', { text: 'b' })).lines).toEqual([{ response: 'v1: b' }])
+    expect((await call(s, 'echo', { text: 'b' })).status).toBe(404)
+    // The log goes on across the restart.
+    expect(s.feed.log.entries().map((e) => e.tool)).toEqual(['echo', 'echo2'])
+  })
+
+  it('finishes and logs a streamed call whose caller went away mid-stream', async () => {
+    const s = await start()
+    const aborted = new AbortController()
+    const res = await fetch(`${s.url}/tools/story`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ arguments: { words: 4 } }),
+      signal: aborted.signal,
+    })
+    const reader = res.body!.getReader()
+    await reader.read() // the first chunk is here
+    aborted.abort()
+    const logged = await new Promise((resolve) => s.feed.log.subscribe(resolve))
+    expect(logged).toMatchObject({ tool: 'story', outcome: 'ok' })
+  })
+
+  it('keeps the console data behind --http-token, while the page itself holds none', async () => {
+    const s = await start({ httpToken: 'sesame' })
+    const page = await fetch(`${s.url}/`)
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'")
+    expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'")
+    expect((await fetch(`${s.url}/console/api/tools`)).status).toBe(401)
+    expect((await fetch(`${s.url}/console/api/events`)).status).toBe(401)
+    const tools = await fetch(`${s.url}/console/api/tools`, { headers: { authorization: 'Bearer sesame' } })
+    const body = (await tools.json()) as { services: { tools: { name: string; mcp: unknown }[] }[] }
+    expect(body.services.flatMap((svc) => svc.tools.map((t) => t.name))).toEqual(['echo', 'story'])
+    expect(body.services[0]!.tools[0]!.mcp).toEqual({
+      name: 'echo',
+      description: '<img src=x onerror="window.__xss=1">Echo <b>back</b>',
+      inputSchema: {
+        type: 'object',
+        properties: { text: { type: 'string', description: 'What to echo' } },
+        required: ['text'],
+      },
+    })
+  })
+})
