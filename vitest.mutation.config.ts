@@ -21,6 +21,9 @@ export const MUTATION_TESTS = [
   'test/config-protocol.test.ts',
   'test/pulsar-client.test.ts',
   'test/pulsar-protocol.test.ts',
+  'test/host-origin.test.ts',
+  'test/console-feed.test.ts',
+  'test/dev-reload.test.ts',
 ]
 
 export default defineConfig({

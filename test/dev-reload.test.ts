@@ -1,11 +1,7 @@
 /** The pieces of `toolbridge dev`'s reload that need no bridge: which files, which functions, when, and where it broke. */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ChangeBatches } from '../bridge/dev/change-batches.ts'
 import { affectedFunctions, moduleFiles, relativeSpecifiers } from '../bridge/dev/module-graph.ts'
-import { syntaxPlace } from '../bridge/dev/syntax-place.ts'
 import { describeLoadError, loadErrorPlace, splitLoadError } from '../bridge/invokers/load-error.ts'
 
 describe('relativeSpecifiers', () => {
@@ -132,21 +128,5 @@ describe('load errors', () => {
     expect(splitLoadError(text)).toEqual({ message: 'Expression expected', place: { file: '/p/h.ts', line: 3 } })
     expect(describeLoadError(withStack('Error: x', 'no handler'))).toBe('no handler')
     expect(splitLoadError('no handler')).toEqual({ message: 'no handler' })
-  })
-})
-
-describe('syntaxPlace', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'toolbridge-syntax-'))
-  afterAll(() => rmSync(dir, { recursive: true, force: true }))
-
-  it('finds the line of a JavaScript syntax error with node --check, skipping files that parse and TypeScript', async () => {
-    const good = join(dir, 'good.mjs')
-    const bad = join(dir, 'bad.mjs')
-    const ts = join(dir, 'types.ts')
-    writeFileSync(good, 'export const a = 1\n')
-    writeFileSync(bad, 'export const a = 1\n\nexport const b = (\n')
-    writeFileSync(ts, 'export const c: number = (\n')
-    await expect(syntaxPlace([ts, good, bad])).resolves.toEqual({ file: bad, line: 4 })
-    await expect(syntaxPlace([good, ts])).resolves.toBeUndefined()
   })
 })

@@ -6,15 +6,16 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { startDev, type DevSession } from '../bridge/dev/dev-session.ts'
+import { syntaxPlace } from '../bridge/dev/syntax-place.ts'
 import type { CodeStatus } from '../bridge/http/console/console-feed.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
 import { silentLogger } from '../bridge/support/logger.ts'
 
 const FIXTURE = join(import.meta.dirname, 'fixtures', 'dev-project')
 
-let dir: string
+let dir = ''
 let session: DevSession | undefined
 
 async function start(flags: { httpToken?: string } = {}): Promise<DevSession> {
@@ -28,7 +29,8 @@ async function start(flags: { httpToken?: string } = {}): Promise<DevSession> {
 afterEach(async () => {
   await session?.stop()
   session = undefined
-  rmSync(dir, { recursive: true, force: true })
+  if (dir) rmSync(dir, { recursive: true, force: true })
+  dir = ''
 })
 
 /** The next code status the session reports. */
@@ -131,5 +133,21 @@ describe('toolbridge dev', () => {
         required: ['text'],
       },
     })
+  })
+})
+
+describe('syntaxPlace', () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'toolbridge-syntax-'))
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+
+  it('finds the line of a JavaScript syntax error with node --check, skipping files that parse and TypeScript', async () => {
+    const good = join(scratch, 'good.mjs')
+    const bad = join(scratch, 'bad.mjs')
+    const ts = join(scratch, 'types.ts')
+    writeFileSync(good, 'export const a = 1\n')
+    writeFileSync(bad, 'export const a = 1\n\nexport const b = (\n')
+    writeFileSync(ts, 'export const c: number = (\n')
+    await expect(syntaxPlace([ts, good, bad])).resolves.toEqual({ file: bad, line: 4 })
+    await expect(syntaxPlace([good, ts])).resolves.toBeUndefined()
   })
 })
