@@ -383,18 +383,17 @@ function chart(tool, minutes) {
     rect(i * slot, (m.requests / maxCount) * height * 0.5, 'bar')
     if (m.errors) rect(i * slot, (m.errors / maxCount) * height * 0.5, 'bar err')
   })
-  for (const key of ['p50', 'p99']) {
-    const points = minutes
-      .map((m, i) =>
-        m[key] === undefined ? undefined : `${i * slot + slot * 0.4},${height - (m[key] / maxMs) * height}`,
-      )
-      .filter(Boolean)
-    if (points.length === 0) continue
-    const line = document.createElementNS(SVG, 'polyline')
-    line.setAttribute('points', points.join(' '))
-    line.setAttribute('class', key)
-    svg.append(line)
-  }
+  // p50 and p99 as a tick across each minute's slot: visible from the first busy minute on.
+  minutes.forEach((m, i) => {
+    for (const key of ['p50', 'p99']) {
+      if (m[key] === undefined) continue
+      const y = height - (m[key] / maxMs) * height * 0.95
+      const tick = document.createElementNS(SVG, 'line')
+      for (const [k, v] of Object.entries({ x1: i * slot, x2: i * slot + slot * 0.8, y1: y, y2: y, class: key }))
+        tick.setAttribute(k, v)
+      svg.append(tick)
+    }
+  })
   return el('div', { class: 'chart', 'data-tool': tool }, el('p', {}, summary), svg)
 }
 
