@@ -3,11 +3,12 @@
  * disk: what a call in flight sees when its function changes, a changed or
  * broken serverless.yml, a caller that goes away mid-stream, and the token.
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { startDev, type DevSession } from '../bridge/dev/dev-session.ts'
+import { watchProject } from '../bridge/dev/project-watcher.ts'
 import { syntaxPlace } from '../bridge/dev/syntax-place.ts'
 import type { CodeStatus } from '../bridge/http/console/console-feed.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
@@ -149,5 +150,40 @@ describe('syntaxPlace', () => {
     writeFileSync(ts, 'export const c: number = (\n')
     await expect(syntaxPlace([ts, good, bad])).resolves.toEqual({ file: bad, line: 4 })
     await expect(syntaxPlace([good, ts])).resolves.toBeUndefined()
+  })
+})
+
+describe('watchProject', () => {
+  it('reports changes in the project and in folders made later, never in node_modules or dot folders', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'toolbridge-watch-'))
+    mkdirSync(join(root, 'functions', 'a'), { recursive: true })
+    mkdirSync(join(root, 'node_modules', 'pkg'), { recursive: true })
+    mkdirSync(join(root, '.git'))
+    const seen = new Set<string>()
+    const watcher = watchProject(
+      root,
+      (file) => seen.add(relative(root, file)),
+      (err) => {
+        throw err
+      },
+    )
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 200))
+    try {
+      writeFileSync(join(root, 'serverless.yml'), 'x')
+      writeFileSync(join(root, 'functions', 'a', 'handler.ts'), 'x')
+      writeFileSync(join(root, 'node_modules', 'pkg', 'index.js'), 'x')
+      writeFileSync(join(root, '.git', 'HEAD'), 'x')
+      mkdirSync(join(root, 'lib'))
+      await settle()
+      writeFileSync(join(root, 'lib', 'util.ts'), 'x')
+      await settle()
+      expect(seen).toContain('serverless.yml')
+      expect(seen).toContain(join('functions', 'a', 'handler.ts'))
+      expect(seen).toContain(join('lib', 'util.ts'))
+      expect([...seen].filter((f) => f.includes('node_modules') || f.startsWith('.'))).toEqual([])
+    } finally {
+      watcher.close()
+      rmSync(root, { recursive: true, force: true })
+    }
   })
 })

@@ -8,13 +8,14 @@
  * restarts the bridge (its requests in flight drain first); one that does not
  * is shown the same way.
  *
- * Files are watched with node:fs.watch, recursive (inotify on Linux, FSEvents
- * on macOS): what a library such as chokidar adds (polling, globbing, its own
- * atomic-save handling) is not needed when a batch is re-read from disk after
- * a quiet spell anyway.
+ * Files are watched with node:fs.watch (project-watcher.ts), recursive
+ * (inotify on Linux, FSEvents on macOS): what a library such as chokidar adds
+ * (polling, globbing, its own atomic-save handling) is not needed when each
+ * batch is read again from disk after a quiet spell, and it would be one more
+ * dependency of every install for a command only used while writing tools.
  */
-import { type FSWatcher, readFileSync, watch } from 'node:fs'
-import { isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { readFileSync } from 'node:fs'
+import { isAbsolute, relative, resolve } from 'node:path'
 import { messageOf } from '../../shared/errors.ts'
 import { ConsoleFeed, type CodeStatus } from '../http/console/console-feed.ts'
 import { resolveHandler } from '../invokers/run-handler.ts'
@@ -26,6 +27,7 @@ import { startRuntime, type Runtime } from '../runtime.ts'
 import { ChangeBatches } from './change-batches.ts'
 import { syntaxPlace } from './syntax-place.ts'
 import { affectedFunctions, moduleFiles } from './module-graph.ts'
+import { watchProject } from './project-watcher.ts'
 
 /** An editor's save is over within this; a person does not save twice as fast. */
 export const QUIET_MS = 100
@@ -39,9 +41,6 @@ export interface DevSession {
   settled(): Promise<void>
   stop(): Promise<void>
 }
-
-/** Folders whose files are no function's source: dependencies, VCS, build output (dot folders). */
-const ignored = (path: string) => path.split(sep).some((part) => part === 'node_modules' || part.startsWith('.'))
 
 const readText = (file: string) => {
   try {
@@ -139,11 +138,11 @@ export async function startDev(
       logger.error({ err: messageOf(err) }, 'reload failed')
     }
   })
-  const watcher: FSWatcher = watch(baseDir, { recursive: true }, (_event, name) => {
-    if (name === null || ignored(name)) return
-    batches.add(join(baseDir, name))
-  })
-  watcher.on('error', (err) => logger.error({ err: messageOf(err) }, 'watching the project stopped'))
+  const watcher = watchProject(
+    baseDir,
+    (file) => batches.add(file),
+    (err) => logger.error({ err: messageOf(err) }, 'watching the project stopped'),
+  )
   report({ state: 'ok', at: Date.now(), message: `watching ${baseDir} for changes` })
 
   return {
