@@ -109,6 +109,10 @@ describe('ToolStats', () => {
     expect(minute?.requests).toBe(4)
     // 100 replaced the sample at 3 % 2 = 1 (the 2), 200 the one at 4 % 2 = 0 (the 1).
     expect([minute?.p50, minute?.p99]).toEqual([100, 200])
+    const one = new ToolStats({ minutes: 1, samplesPerMinute: 1 })
+    one.observe('a', true, 5, t0)
+    one.observe('a', true, 7, t0)
+    expect(one.series(t0).a?.[0]?.p50).toBe(7)
   })
 })
 
@@ -132,6 +136,7 @@ describe('ConsoleFeed', () => {
     service.inFlight(1)
     service.answered('t', undefined, 0.002)
     service.answered('t', 'crash', 0.5)
+    service.answered('t', undefined, 0.001)
     metrics.transportReconnected('memory')
     expect(calls).toEqual([
       ['received', 'svc', 't', true],
@@ -139,15 +144,17 @@ describe('ConsoleFeed', () => {
       ['inFlight', 'svc', 1],
       ['answered', 'svc', 't', undefined, 0.002],
       ['answered', 'svc', 't', 'crash', 0.5],
+      ['answered', 'svc', 't', undefined, 0.001],
       ['reconnected', 'memory'],
     ])
     expect(feed.log.entries().map(({ service, tool, outcome, ms }) => ({ service, tool, outcome, ms }))).toEqual([
       { service: 'svc', tool: 't', outcome: 'ok', ms: 2 },
       // As callers see it on the wire.
       { service: 'svc', tool: 't', outcome: 'tool-service-error', ms: 500 },
+      { service: 'svc', tool: 't', outcome: 'ok', ms: 1 },
     ])
     const minute = feed.stats.series(Date.now()).t!.at(-1)!
-    expect([minute.requests, minute.errors]).toEqual([2, 1])
+    expect([minute.requests, minute.errors]).toEqual([3, 1])
     expect(feed.log.capacity).toBe(LOG_CAPACITY)
   })
 

@@ -12,11 +12,12 @@ describe('relativeSpecifiers', () => {
       "export { c } from './c.js'",
       "import './side.ts'",
       "const d = await import('./d.ts')",
+      "const e = await import ( './spaced.ts' )",
       "import { z } from 'zod'",
       "import fs from 'node:fs'",
       "// see '../not-an-import.ts'",
     ].join('\n')
-    expect(relativeSpecifiers(text)).toEqual(['./a.ts', '../lib/b.mjs', './c.js', './side.ts', './d.ts'])
+    expect(relativeSpecifiers(text)).toEqual(['./a.ts', '../lib/b.mjs', './c.js', './side.ts', './d.ts', './spaced.ts'])
   })
 })
 
@@ -46,6 +47,7 @@ describe('affectedFunctions', () => {
     expect(affectedFunctions(['/p/joke.ts'], graph)).toEqual(['joke'])
     expect(affectedFunctions(new Set(['/p/shared.ts']), graph)).toEqual(['joke', 'story'])
     expect(affectedFunctions(['/p/README.md'], graph)).toEqual([])
+    expect(affectedFunctions(['/p/README.md', '/p/story.ts'], graph)).toEqual(['story'])
   })
 })
 
@@ -91,6 +93,49 @@ describe('ChangeBatches', () => {
     b.stop()
     await sleep(30)
     expect(batches).toEqual([])
+    b.add('b')
+    await sleep(30)
+    expect(batches).toEqual([['b']])
+  })
+
+  /** A handler whose first batch waits to be released; it records each batch's start and end. */
+  function blockingBatches() {
+    const events: string[] = []
+    let release = () => {}
+    const b = new ChangeBatches(5, async (files) => {
+      const names = [...files].join()
+      events.push(`start ${names}`)
+      if (files.has('first')) await new Promise<void>((resolve) => (release = resolve))
+      events.push(`end ${names}`)
+    })
+    return { b, events, release: () => release() }
+  }
+
+  it('gathers every change made during a batch into one next batch, never an empty one', async () => {
+    const { b, events, release } = blockingBatches()
+    b.add('first')
+    await sleep(20)
+    b.add('second')
+    await sleep(20) // its quiet spell is over while the first batch runs
+    b.add('third')
+    await sleep(20)
+    release()
+    await sleep(30)
+    await b.idle()
+    expect(events).toEqual(['start first', 'end first', 'start second,third', 'end second,third'])
+  })
+
+  it('waits for the quiet spell of a change made just as a batch ends', async () => {
+    const { b, events, release } = blockingBatches()
+    b.add('first')
+    await sleep(20)
+    b.add('second')
+    await sleep(20)
+    b.add('third') // its quiet spell has not begun to run out when the first batch ends
+    release()
+    await sleep(30)
+    await b.idle()
+    expect(events).toEqual(['start first', 'end first', 'start second,third', 'end second,third'])
   })
 })
 

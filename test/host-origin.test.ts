@@ -14,6 +14,7 @@ describe('hostName', () => {
     expect(hostName('[::1')).toBe('::1')
     expect(hostName('example.com.')).toBe('example.com')
     expect(hostName(' localhost ')).toBe('localhost')
+    expect(hostName(':80')).toBe('')
   })
 })
 
@@ -29,8 +30,24 @@ describe('createHostOriginCheck', () => {
     })
   })
 
-  it("adds this machine's name when listening on every interface, and any name with *", () => {
-    expect(createHostOriginCheck({ ...policy, listenHost: '0.0.0.0' })(req({ host: hostname() }))).toBeUndefined()
+  it('takes the listen name whatever its case, and cuts a long refused Host or Origin in the message', () => {
+    expect(
+      createHostOriginCheck({ ...policy, listenHost: 'MyBox.Local' })(req({ host: 'mybox.local' })),
+    ).toBeUndefined()
+    const check = createHostOriginCheck(policy)
+    expect(check(req({ host: `${'h'.repeat(300)}.example` }))?.message).toContain(`"${'h'.repeat(200)}"`)
+    const origin = `http://${'o'.repeat(300)}`
+    expect(check(req({ host: '127.0.0.1', origin }))?.message).toContain(`"${origin.slice(0, 200)}"`)
+  })
+
+  it("adds this machine's name when listening on every interface, and only then", () => {
+    for (const listenHost of ['0.0.0.0', '::', '[::]', ''])
+      expect(createHostOriginCheck({ ...policy, listenHost })(req({ host: hostname() }))).toBeUndefined()
+    // On a loopback address, this machine's name is one more name a rebinding page could use.
+    expect(createHostOriginCheck(policy)(req({ host: hostname() }))?.status).toBe(403)
+  })
+
+  it('takes any name with *', () => {
     expect(createHostOriginCheck({ ...policy, allowedHosts: ['*'] })(req({ host: 'any.example' }))).toBeUndefined()
   })
 
@@ -46,6 +63,10 @@ describe('createHostOriginCheck', () => {
 
   describe('with sameOrigin (the console is served)', () => {
     const check = createHostOriginCheck({ ...policy, sameOrigin: true })
+
+    it('takes a request without Origin (not from a browser page) as before', () => {
+      expect(check(req({ host: '127.0.0.1:7500' }))).toBeUndefined()
+    })
 
     it("takes the gateway's own origin: a page it served calling it", () => {
       expect(check(req({ host: '127.0.0.1:7500', origin: 'http://127.0.0.1:7500' }))).toBeUndefined()
