@@ -10,8 +10,10 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { startDev, type DevSession } from '../bridge/dev/dev-session.ts'
 import { watchProject } from '../bridge/dev/project-watcher.ts'
 import { syntaxPlace } from '../bridge/dev/syntax-place.ts'
-import type { CodeStatus } from '../bridge/http/console/console-feed.ts'
+import { ConsoleFeed, type CodeStatus } from '../bridge/http/console/console-feed.ts'
+import { loadProject } from '../bridge/project/project.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
+import { startRuntime } from '../bridge/runtime.ts'
 import { silentLogger } from '../bridge/support/logger.ts'
 
 const FIXTURE = join(import.meta.dirname, 'fixtures', 'dev-project')
@@ -184,6 +186,41 @@ describe('watchProject', () => {
     } finally {
       watcher.close()
       rmSync(root, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('toolbridge start --console', () => {
+  it('serves the console only when asked, its own calls accepted from its origin', async () => {
+    const project = loadProject(join(FIXTURE, 'serverless.yml'))
+    const settings = resolveSettings({ port: '0', invoker: 'local' }, {})
+    const plain = await startRuntime(project, settings)
+    try {
+      expect((await fetch(`${plain.gateway!.url}/`)).status).toBe(404)
+      expect((await fetch(`${plain.gateway!.url}/console/api/tools`)).status).toBe(404)
+    } finally {
+      await plain.stop()
+    }
+    const withConsole = await startRuntime(project, settings, { console: new ConsoleFeed() })
+    try {
+      const url = withConsole.gateway!.url
+      const page = await fetch(`${url}/`)
+      expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8')
+      expect(await page.text()).toContain('<script type="module" src="/console/app.js"></script>')
+      const own = await fetch(`${url}/tools/echo`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: url },
+        body: JSON.stringify({ arguments: { text: 'hi' } }),
+      })
+      expect(await own.text()).toBe('{"response":"v1: hi"}\n')
+      const other = await fetch(`${url}/tools/echo`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: 'http://127.0.0.1:1' },
+        body: JSON.stringify({ arguments: { text: 'hi' } }),
+      })
+      expect(other.status).toBe(403)
+    } finally {
+      await withConsole.stop()
     }
   })
 })
