@@ -161,6 +161,18 @@ describe('load errors', () => {
     expect(loadErrorPlace(withStack('Error: x\n    at file:///p/h.ts:9:3'))).toEqual({ file: '/p/h.ts', line: 9 })
   })
 
+  it('reads places with many-digit lines, and Windows paths', () => {
+    expect(loadErrorPlace(withStack('/p/h.ts:123\nx'))).toEqual({ file: '/p/h.ts', line: 123 })
+    expect(loadErrorPlace(withStack('C:\\p\\h.ts:7\nx'))).toEqual({ file: 'C:\\p\\h.ts', line: 7 })
+    expect(loadErrorPlace(withStack('Error: x\n    at file:///p/h.ts:12:3'))).toEqual({ file: '/p/h.ts', line: 12 })
+  })
+
+  it('takes a place only from a whole first line or a whole frame', () => {
+    expect(loadErrorPlace(withStack('see /p/h.ts:3\nx'))).toBeUndefined()
+    expect(loadErrorPlace(withStack('/p/h.ts:3 and more\nx'))).toBeUndefined()
+    expect(loadErrorPlace(withStack('Error: x\n    at file:///p/h.ts:9:3 and more'))).toBeUndefined()
+  })
+
   it('has no place for an error whose stack names no file, or for what is not an Error', () => {
     expect(loadErrorPlace(withStack('Error: x\n    at node:internal/foo:1:1'))).toBeUndefined()
     expect(loadErrorPlace('a string')).toBeUndefined()
@@ -173,5 +185,7 @@ describe('load errors', () => {
     expect(splitLoadError(text)).toEqual({ message: 'Expression expected', place: { file: '/p/h.ts', line: 3 } })
     expect(describeLoadError(withStack('Error: x', 'no handler'))).toBe('no handler')
     expect(splitLoadError('no handler')).toEqual({ message: 'no handler' })
+    expect(splitLoadError('x (at /p/h.ts:3) and more')).toEqual({ message: 'x (at /p/h.ts:3) and more' })
+    expect(splitLoadError('x (at /p/h.ts:42)')).toEqual({ message: 'x', place: { file: '/p/h.ts', line: 42 } })
   })
 })
