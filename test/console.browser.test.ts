@@ -183,3 +183,52 @@ describe.skipIf(!chromiumInstalled)('the web console of toolbridge dev, in Chrom
     await page.selectOption('#filter-tool', '')
   })
 })
+
+describe.skipIf(!chromiumInstalled)('the web console behind --http-token, in Chromium', () => {
+  let dir: string
+  let session: DevSession
+  let browser: Browser
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'toolbridge-dev-'))
+    cpSync(FIXTURE, dir, { recursive: true })
+    const settings = { ...resolveSettings({ port: '0', invoker: 'local', httpToken: 'sesame' }, {}), broker: undefined }
+    session = await startDev(join(dir, 'serverless.yml'), settings, { logger: silentLogger, say: () => {} })
+    browser = await launchChromium()
+  })
+
+  afterAll(async () => {
+    await browser?.close()
+    await session?.stop()
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('takes the token from the address fragment, drops it from the address, and calls with it', async () => {
+    const page = await browser.newPage()
+    await page.goto(`${session.url}/#token=sesame`)
+    await page.locator('body[data-ready="true"]').waitFor()
+    expect(page.url()).toBe(`${session.url}/`)
+    const echo = page.locator('details.tool[data-tool="echo"]')
+    await echo.locator('summary').first().click()
+    await echo.locator('[name="text"]').fill('with a token')
+    await echo.getByRole('button', { name: 'Call', exact: true }).click()
+    await echo.locator('pre.chunks', { hasText: 'v1: with a token' }).waitFor()
+    await page.close()
+  })
+
+  it('asks for the token when it has none, and opens with the one given', async () => {
+    const page = await browser.newPage()
+    await page.goto(`${session.url}/`)
+    const form = page.locator('#token-form')
+    await form.waitFor()
+    await expect(page.locator('section.service').count()).resolves.toBe(0)
+    await page.locator('#token').fill('sesame')
+    await form.getByRole('button', { name: 'Open' }).click()
+    await page.locator('body[data-ready="true"]').waitFor()
+    await expect(page.locator('section.service h3').allTextContents()).resolves.toEqual([
+      'echo-service',
+      'story-service',
+    ])
+    await page.close()
+  })
+})
