@@ -215,6 +215,8 @@ program
     ])
     const logger = createLogger(settings.logLevel)
     const session = await startDev(program.opts().config, settings, { logger, say: (line) => console.log(line) })
+    for (const spec of session.project.services)
+      console.log(`  ${spec.id} (${spec.response}): ${spec.tools.map((t) => t.name).join(', ')}`)
     console.log(`toolbridge dev: console at ${consoleUrl(session.url, settings.httpToken)}`)
     let stopping = false
     const stop = () => {

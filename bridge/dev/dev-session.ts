@@ -37,6 +37,8 @@ export interface DevSession {
   /** The gateway's URL (the console's). */
   readonly url: string
   readonly runtime: Runtime
+  /** The project being served: the last good serverless.yml. */
+  readonly project: Project
   /** Resolves once the changes seen so far are handled. */
   settled(): Promise<void>
   stop(): Promise<void>
@@ -152,6 +154,9 @@ export async function startDev(
     },
     get runtime() {
       return runtime
+    },
+    get project() {
+      return project
     },
     settled: () => batches.idle(),
     async stop() {
