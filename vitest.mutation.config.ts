@@ -24,6 +24,7 @@ export const MUTATION_TESTS = [
   'test/chunk-credit.test.ts',
   'test/admission.test.ts',
   'test/host-origin.test.ts',
+  'test/host-origin-console.test.ts',
   'test/bearer.test.ts',
   'test/bounded-text.test.ts',
   'test/redact.test.ts',
@@ -35,6 +36,8 @@ export const MUTATION_TESTS = [
   'test/answered-once.test.ts',
   'test/dead-letters.test.ts',
   'test/delivery-guard.test.ts',
+  'test/console-feed.test.ts',
+  'test/dev-reload.test.ts',
 ]
 
 export default defineConfig({

@@ -4,6 +4,8 @@
  */
 import { messageOf } from '../shared/errors.ts'
 import type { Project } from './project/project.ts'
+import type { ToolServiceSpec } from './project/tool-services.ts'
+import type { ConsoleFeed } from './http/console/console-feed.ts'
 import { checkInFlightCap, type Settings } from './project/settings.ts'
 import type { Metrics } from './support/metrics.ts'
 import { createPathScrubber } from './support/host-paths.ts'
@@ -29,6 +31,11 @@ export interface Runtime {
   configService: ConfigService | undefined
   /** Makes another connection to the same broker, for clients. */
   connectClient(): Promise<Transport>
+  /**
+   * Loads a function's changed code while serving (worker threads; `toolbridge dev`): resolves with
+   * why the new code cannot load, the old code serving on; requests in flight finish on the old code.
+   */
+  reload(spec: ToolServiceSpec): Promise<string | undefined>
   stop(): Promise<void>
 }
 
@@ -59,7 +66,12 @@ function guardAgainstLateFunctionErrors(logger: Logger): () => void {
 export async function startRuntime(
   project: Project,
   settings: Settings,
-  options: { logger?: Logger; memoryBroker?: MemoryBroker } = {},
+  options: {
+    logger?: Logger
+    memoryBroker?: MemoryBroker
+    /** With a gateway, serve the web console showing this feed (which may outlive this runtime). */
+    console?: ConsoleFeed
+  } = {},
 ): Promise<Runtime> {
   const logger = options.logger ?? silentLogger
   const memoryBroker = options.memoryBroker ?? new MemoryBroker()
@@ -74,14 +86,17 @@ export async function startRuntime(
     pulsar: settings.pulsar,
     onReconnect: () => metrics.transportReconnected(transport.kind),
   })
+  const invoker = new LocationInvoker({ settings, baseDir: project.baseDir, logger })
+  const consoleFeed = settings.port === undefined ? undefined : options.console
   const bridge = createBridge({
     transport,
-    invoker: new LocationInvoker({ settings, baseDir: project.baseDir, logger }),
+    invoker,
     services: project.services,
     logger,
     drainTimeoutMs: settings.drainTimeoutMs,
     maxRequestBytes: settings.limits.maxRequestBytes,
-    metrics,
+    // The console's log and charts see each answer as /metrics counts it.
+    metrics: consoleFeed ? consoleFeed.watching(metrics) : metrics,
     scrubErrorMessage: settings.debug ? undefined : createPathScrubber(project.baseDir),
     delivery: settings.delivery,
   })
@@ -121,6 +136,7 @@ export async function startRuntime(
         metrics,
         logger,
         ready: () => bridge.ready,
+        console: consoleFeed,
       })
     }
     unguard = settings.invoker === 'in-process' ? guardAgainstLateFunctionErrors(logger) : undefined
@@ -143,6 +159,7 @@ export async function startRuntime(
     gateway,
     configService,
     connectClient,
+    reload: (spec) => invoker.reload(spec),
     stop: stopParts,
   }
 }

@@ -10,7 +10,7 @@
  * dist/ keeps files of deleted sources out of the package.
  */
 import { spawnSync } from 'node:child_process'
-import { rmSync } from 'node:fs'
+import { cpSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -18,4 +18,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url))
 rmSync(join(ROOT, 'dist'), { recursive: true, force: true })
 const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
 const run = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' })
+// The web console's page, script and style are served as they are: tsc does not copy them.
+const assets = join('bridge', 'http', 'console', 'assets')
+cpSync(join(ROOT, assets), join(ROOT, 'dist', assets), { recursive: true })
 process.exitCode = run.status ?? 1

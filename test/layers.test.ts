@@ -1,7 +1,7 @@
 /**
  * The dependency rule of docs/architecture.md, checked on every source file:
  *
- *   cli -> runtime -> http -> {core, trustgraph} -> {invokers, transports} -> project -> support -> shared
+ *   cli -> dev -> runtime -> http -> {core, trustgraph} -> {invokers, transports} -> project -> support -> shared
  *
  * A file may import from its own folder and from any folder of a lower
  * layer; folders on the same layer do not import each other. `shared/` and
@@ -26,7 +26,8 @@ const LAYERS: [place: string, layer: number][] = [
   ['bridge/trustgraph', 4],
   ['bridge/http', 5],
   ['bridge/runtime.ts', 6],
-  ['bridge/cli', 7],
+  ['bridge/dev', 7],
+  ['bridge/cli', 8],
 ]
 
 /** Places that stand apart: they may import themselves and the places listed, nothing else of the project. */

@@ -251,6 +251,7 @@ describe('the package', () => {
       expect.arrayContaining([
         'dist/bridge/cli/main.js',
         'dist/bridge/invokers/worker.js',
+        'dist/bridge/http/console/assets/index.html',
         'dist/shared/index.js',
         'dist/shared/index.d.ts',
         'dist/serverless-plugin/tool-service.js',

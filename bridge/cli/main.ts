@@ -137,20 +137,29 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
     '--timeout <seconds>',
     `with --register: how long to wait for the configuration service (env TOOLBRIDGE_REGISTER_TIMEOUT; default ${DEFAULT_REGISTER_TIMEOUT_SECONDS})`,
   )
+  .option(
+    '--console',
+    'serve the web console at / on the HTTP port, behind --http-token when one is set (env TOOLBRIDGE_CONSOLE=1)',
+  )
   .addOption(workspaceOption())
   .addOption(mcpTokenOption('bearer token /mcp requires instead of --http-token'))
-  .action(async (flags: SettingFlags & { register?: boolean; timeout?: string }) => {
+  .action(async (flags: SettingFlags & { register?: boolean; timeout?: string; console?: boolean }) => {
     const project = await loadProject(program.opts().config)
     const settings = resolveSettings(flags)
     const registration = resolveRegistration(flags)
-    const [{ createLogger }, { startRuntime }, { endpointGuards }, { redact }] = await Promise.all([
+    const withConsole = flags.console ?? ['1', 'true'].includes(process.env.TOOLBRIDGE_CONSOLE ?? '')
+    const [{ createLogger }, { startRuntime }, { endpointGuards }, { redact }, { ConsoleFeed }] = await Promise.all([
       import('../support/logger.ts'),
       import('../runtime.ts'),
       import('../http/exposure.ts'),
       import('../transports/redact.ts'),
+      import('../http/console/console-feed.ts'),
     ])
     const logger = createLogger(settings.logLevel)
-    const runtime = await startRuntime(project, settings, { logger })
+    const runtime = await startRuntime(project, settings, {
+      logger,
+      console: withConsole ? new ConsoleFeed() : undefined,
+    })
     const where = settings.broker === undefined ? 'the embedded broker' : redact(settings.broker)
     const lambdaAt = settings.invoker === 'lambda' ? ` at ${settings.lambda.endpoint ?? 'AWS'}` : ''
     console.log(`toolbridge: serving on ${where} with the ${settings.invoker} invoker${lambdaAt}`)
@@ -167,6 +176,7 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
           `  ${path === '/mcp' ? 'MCP' : 'HTTP'}: ${url}${path} (${token ? 'bearer token required' : `no token: open to anyone who reaches ${url}`})`,
         )
       }
+      if (withConsole) console.log(`  console: ${consoleUrl(url, settings.httpToken)}`)
     }
     if (registration.register) {
       // The request queues are bound by now: an agent that reads these can reach the tools at once.
@@ -197,6 +207,51 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
     }
     process.on('SIGINT', () => stop('SIGINT'))
     process.on('SIGTERM', () => stop('SIGTERM'))
+  })
+
+/** The console's address; a token goes in the fragment, which the browser keeps and never sends. */
+const consoleUrl = (url: string, token: string | undefined) =>
+  token === undefined ? `${url}/` : `${url}/#token=${encodeURIComponent(token)}`
+
+program
+  .command('dev')
+  .description(
+    'serve the tools on the embedded broker with the web console, reloading a function when its files change',
+  )
+  .option(
+    '-p, --port <port>',
+    `HTTP port of the console and /tools (env TOOLBRIDGE_PORT; default ${EMBEDDED_DEFAULT_PORT})`,
+  )
+  .option('--host <host>', 'HTTP listen address (env TOOLBRIDGE_HOST; default 127.0.0.1)')
+  .option('--http-token <token>', 'bearer token the console, /tools and /mcp require (env TOOLBRIDGE_HTTP_TOKEN)')
+  .addOption(new Option('--log-level <level>', 'log level (env TOOLBRIDGE_LOG_LEVEL)').choices(LOG_LEVELS))
+  .action(async (flags: SettingFlags) => {
+    // Worker threads: a function's new code loads in a new worker, which an in-process module cache cannot do.
+    const settings = { ...resolveSettings({ ...flags, invoker: 'local' }), broker: undefined }
+    if (settings.port === undefined) throw new UsageError('--port', 'dev serves the console over HTTP: give a port')
+    const [{ createLogger }, { startDev }] = await Promise.all([
+      import('../support/logger.ts'),
+      import('../dev/dev-session.ts'),
+    ])
+    const logger = createLogger(settings.logLevel)
+    const session = await startDev(program.opts().config, settings, { logger, say: (line) => console.log(line) })
+    for (const spec of session.project.services)
+      console.log(`  ${spec.id} (${spec.response}): ${spec.tools.map((t) => t.name).join(', ')}`)
+    console.log(`toolbridge dev: console at ${consoleUrl(session.url, settings.httpToken)}`)
+    let stopping = false
+    const stop = () => {
+      if (stopping) process.exit(130)
+      stopping = true
+      session.stop().then(
+        () => process.exit(0),
+        (err: unknown) => {
+          console.error(`toolbridge: error while stopping: ${messageOf(err)}`)
+          process.exit(1)
+        },
+      )
+    }
+    process.on('SIGINT', stop)
+    process.on('SIGTERM', stop)
   })
 
 const collect = (value: string, previous: string[]) => [...previous, value]

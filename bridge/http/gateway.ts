@@ -10,6 +10,7 @@
  *   GET  /readyz             200 while the bridge takes requests (broker connected, queues subscribed), else 503
  *   GET  /metrics            Prometheus text (bridge/support/metrics.ts)
  *   POST /mcp                the same tools over MCP Streamable HTTP (bridge/http/mcp.ts)
+ *   GET  /, /console/...     the web console, when given a feed (bridge/http/console/console-routes.ts)
  *
  * /tools and /mcp run tools, so they take only JSON from an allowed Host
  * and Origin (host-origin.ts), with their token when one is set, at most
@@ -34,6 +35,8 @@ import { bounded } from '../support/bounded-text.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
 import type { Metrics } from '../support/metrics.ts'
 import { createToolCaller } from '../trustgraph/tool-caller.ts'
+import type { ConsoleFeed } from './console/console-feed.ts'
+import { isConsoleApi, isConsoleAsset, serveConsoleApi, serveConsoleAsset } from './console/console-routes.ts'
 import type { Transport } from '../transports/transport.ts'
 
 export interface GatewayOptions {
@@ -57,6 +60,8 @@ export interface GatewayOptions {
   logger?: Logger
   /** Whether the bridge takes requests now; default: always. */
   ready?: () => boolean
+  /** Serve the web console at `/`, showing this feed; its data is guarded like /tools. */
+  console?: ConsoleFeed
 }
 
 export interface Gateway {
@@ -121,6 +126,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     listenHost: options.host,
     allowedHosts: options.allowedHosts ?? [],
     allowedOrigins: options.allowedOrigins ?? [],
+    sameOrigin: options.console !== undefined,
   })
   const tokens = { httpToken: options.httpToken, mcpToken: options.mcpToken }
   const tokenFor = new Map(endpointGuards(tokens).map((e) => [e.path, e.token]))
@@ -170,13 +176,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     })
   }
 
-  /** The endpoints that run tools: Host, Origin and token checked, then one slot of the cap per call. */
-  async function runTools(
-    path: '/tools' | '/mcp',
-    tool: string | undefined,
-    req: IncomingMessage,
-    res: ServerResponse,
-  ): Promise<void> {
+  /** Host, Origin and the token of /tools (or /mcp) checked; throws the refusal. */
+  function guard(path: '/tools' | '/mcp', req: IncomingMessage): void {
     const refusal = hostOrigin(req)
     if (refusal) throw new HttpError(refusal.status, refusal.message)
     const token = tokenFor.get(path)
@@ -188,6 +189,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       )
       throw new HttpError(401, 'missing or wrong bearer token', { 'www-authenticate': 'Bearer' })
     }
+  }
+
+  /** The endpoints that run tools: Host, Origin and token checked, then one slot of the cap per call. */
+  async function runTools(
+    path: '/tools' | '/mcp',
+    tool: string | undefined,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
+    guard(path, req)
     if (tool === undefined && path === '/tools') {
       if (req.method !== 'GET') throw new HttpError(405, `no route for ${req.method} ${path}`)
       return sendJson(res, 200, { tools: [...tools.values()].map(({ spec, tool }) => toolDescriptor(spec, tool)) })
@@ -227,6 +238,19 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return
     }
     if (path === '/tools' || path === '/mcp') return runTools(path, undefined, req, res)
+    if (options.console) {
+      // The page holds no data: only its Host is checked. What it shows comes from the guarded API.
+      if (readOnly && isConsoleAsset(path)) {
+        const refusal = hostOrigin(req)
+        if (refusal) throw new HttpError(refusal.status, refusal.message)
+        serveConsoleAsset(path, res)
+        return
+      }
+      if (isConsoleApi(path)) {
+        guard('/tools', req)
+        return serveConsoleApi(path, req, res, { feed: options.console, services })
+      }
+    }
     const match = /^\/tools\/([^/]+)$/.exec(path)
     if (match) {
       let tool: string

@@ -11,7 +11,10 @@
  *   controls, never an IP address.
  * - `Origin`, which browsers send on cross-site and rebinding requests (and
  *   tools such as curl do not), must be one of the allowed origins: none
- *   by default.
+ *   by default. With `sameOrigin` (the gateway serves the web console),
+ *   also the gateway's own origin, `http://<Host>`, when the Host is one
+ *   allowed by name or address: a browser sends Origin even on a page's
+ *   calls to its own server, and a rebinding page cannot have such a Host.
  */
 import type { IncomingMessage } from 'node:http'
 import { isIP } from 'node:net'
@@ -24,6 +27,8 @@ export interface HostOriginPolicy {
   allowedHosts: readonly string[]
   /** Allowed origins (lower case, `scheme://host[:port]`). */
   allowedOrigins: readonly string[]
+  /** Also allow `http://<Host>` (the console's own calls) for a Host allowed other than by `*`. */
+  sameOrigin?: boolean
 }
 
 /** What a refused request is told: the header at fault and how to allow it. */
@@ -51,10 +56,10 @@ export function createHostOriginCheck(policy: HostOriginPolicy): (req: IncomingM
 
   return (req) => {
     const host = req.headers.host
+    const named = host !== undefined && (isIP(hostName(host)) !== 0 || names.has(hostName(host)))
     // HTTP/1.0 may leave Host out; browsers always send it.
     if (host !== undefined && !anyHost) {
-      const name = hostName(host)
-      if (isIP(name) === 0 && !names.has(name)) {
+      if (!named) {
         return {
           status: 403,
           message: `Host "${host.slice(0, 200)}" is not allowed: add it with --allowed-hosts (env TOOLBRIDGE_ALLOWED_HOSTS)`,
@@ -62,7 +67,8 @@ export function createHostOriginCheck(policy: HostOriginPolicy): (req: IncomingM
       }
     }
     const origin = req.headers.origin
-    if (origin !== undefined && !origins.has(origin.toLowerCase())) {
+    const own = policy.sameOrigin === true && named && origin?.toLowerCase() === `http://${host?.trim().toLowerCase()}`
+    if (origin !== undefined && !origins.has(origin.toLowerCase()) && !own) {
       return {
         status: 403,
         message: `Origin "${origin.slice(0, 200)}" is not allowed: add it with --allowed-origins (env TOOLBRIDGE_ALLOWED_ORIGINS)`,

@@ -78,6 +78,13 @@ export class LocationInvoker implements Invoker {
     return this.at(invocation.target, (invoker, target) => invoker.invoke({ ...invocation, target }))
   }
 
+  /** Loads a function's changed code anew where its invoker can (worker threads); elsewhere there is nothing to do. */
+  async reload(target: FunctionTarget): Promise<string | undefined> {
+    if (target.location.kind !== 'handler') return undefined
+    const invoker = await this.handlers()
+    return invoker.reload?.(target as FunctionTarget<HandlerLocation>)
+  }
+
   async close(): Promise<void> {
     // An invoker whose module failed to load has nothing to close; the failure went to its caller.
     await Promise.all(

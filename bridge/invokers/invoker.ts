@@ -50,6 +50,11 @@ export interface Invoker<L extends FunctionLocation = FunctionLocation> {
   invoke: (invocation: Invocation<L>) => Promise<Outcome>
   /** Warm up (and check) a function before requests arrive. Resolves with an error message if it cannot load. */
   prepare: (target: FunctionTarget<L>) => Promise<string | undefined>
+  /**
+   * Where an invoker can load a function's changed code while serving (`toolbridge dev`): resolves
+   * with an error message if the new code cannot load, the old code serving on.
+   */
+  reload?: (target: FunctionTarget<L>) => Promise<string | undefined>
   close(): Promise<void>
 }
 

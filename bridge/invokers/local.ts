@@ -345,6 +345,8 @@ class Pool {
     onPause: (env) => this.unspare(env),
     onResume: (env) => this.resume(env),
   }
+  /** Replaced by a pool of newer code (reload): each environment ends once it has no invocation to run. */
+  private replaced = false
 
   constructor(
     max: number,
@@ -385,6 +387,10 @@ class Pool {
       env.held++
       return next.take(env)
     }
+    if (this.replaced) {
+      if (env.held === 0) this.discard(env)
+      return
+    }
     if (!env.spare) {
       env.spare = true
       this.spare.push(env)
@@ -401,6 +407,15 @@ class Pool {
     this.forget(env)
   }
 
+  /**
+   * New invocations go to another pool from now on: idle environments end at once, busy ones when
+   * their invocation (and those already waiting here) are answered, on the code they loaded.
+   */
+  replace(): void {
+    this.replaced = true
+    for (const env of this.idle()) this.discard(env)
+  }
+
   async close(): Promise<void> {
     clearTimeout(this.retireTimer)
     clearTimeout(this.growTimer)
@@ -415,6 +430,10 @@ class Pool {
       if (!next) break
       env.held++
       next.take(env)
+    }
+    if (this.replaced) {
+      if (env.held === 0) this.discard(env)
+      return
     }
     if (env.held < this.perWorker && !env.spare) {
       env.spare = true
@@ -563,6 +582,8 @@ export interface WorkerThreadOptions {
 
 export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
   private readonly pools = new Map<string, Pool>()
+  /** Pools of code replaced by a reload, finishing what they had taken; closed with the invoker. */
+  private readonly replaced = new Set<Pool>()
   private readonly baseDir: string
   private readonly logger: Logger
   private readonly maxStreamBytes: number
@@ -606,43 +627,75 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
     }
   }
 
+  /**
+   * Puts a function's code as it is on disk now in service (`toolbridge dev`, on a change): a new
+   * worker loads it first. If it cannot load, the function's workers keep serving the code they have
+   * and the load error is returned; otherwise new invocations go to workers of the new code and the
+   * old workers end once the invocations they have taken are answered.
+   */
+  async reload(target: FunctionTarget<HandlerLocation>): Promise<string | undefined> {
+    const fresh = this.newPool(target)
+    const env = await fresh.acquire()
+    const loadError = await env.ready
+    if (loadError) {
+      fresh.discard(env)
+      await fresh.close()
+      return loadError
+    }
+    fresh.release(env)
+    const old = this.pools.get(target.functionName)
+    this.pools.set(target.functionName, fresh)
+    for (const done of this.replaced) if (done.size === 0) this.replaced.delete(done)
+    if (old) {
+      old.replace()
+      this.replaced.add(old)
+    }
+    return undefined
+  }
+
   /** Worker threads a function has now, starting or started. */
   environments(functionName: string): number {
     return this.pools.get(functionName)?.size ?? 0
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.pools.values()].map((pool) => pool.close()))
+    await Promise.all([...this.pools.values(), ...this.replaced].map((pool) => pool.close()))
     this.pools.clear()
+    this.replaced.clear()
   }
 
   private poolFor(target: FunctionTarget<HandlerLocation>): Pool {
     let pool = this.pools.get(target.functionName)
     if (!pool) {
-      const perWorker = target.invocationsPerWorker ?? 1
-      const options: EnvironmentOptions = {
-        setup: {
-          baseDir: this.baseDir,
-          handler: target.location.handler,
-          functionName: target.functionName,
-          maxStreamBytes: this.maxStreamBytes,
-          compileCacheDir: getCompileCacheDir(),
-          measureOffHeap: target.memoryMb !== undefined,
-        },
-        memoryMb: target.memoryMb,
-        env: functionEnvironment(target, this.baseDir),
-        logger: this.logger,
-        timeoutMs: target.timeoutMs,
-        perWorker,
-      }
-      pool = new Pool(
-        maxWorkers(target.concurrency, perWorker),
-        perWorker,
-        this.sizing,
-        (hooks) => new Environment(options, hooks),
-      )
+      pool = this.newPool(target)
       this.pools.set(target.functionName, pool)
     }
     return pool
   }
+
+  private newPool(target: FunctionTarget<HandlerLocation>): Pool {
+    const perWorker = target.invocationsPerWorker ?? 1
+    const options: EnvironmentOptions = {
+      setup: {
+        baseDir: this.baseDir,
+        handler: target.location.handler,
+        functionName: target.functionName,
+        maxStreamBytes: this.maxStreamBytes,
+        compileCacheDir: getCompileCacheDir(),
+        measureOffHeap: target.memoryMb !== undefined,
+      },
+      memoryMb: target.memoryMb,
+      env: functionEnvironment(target, this.baseDir),
+      logger: this.logger,
+      timeoutMs: target.timeoutMs,
+      perWorker,
+    }
+    return new Pool(
+      maxWorkers(target.concurrency, perWorker),
+      perWorker,
+      this.sizing,
+      (hooks) => new Environment(options, hooks),
+    )
+  }
+
 }

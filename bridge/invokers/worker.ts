@@ -7,8 +7,8 @@
  */
 import { getHeapStatistics } from 'node:v8'
 import { parentPort, workerData } from 'node:worker_threads'
-import { messageOf } from '../../shared/errors.ts'
 import { ChunkSender } from './chunk-credit.ts'
+import { describeLoadError } from './load-error.ts'
 import {
   describeError,
   lambdaContext,
@@ -37,7 +37,7 @@ try {
   handler = await loadHandler(setup.baseDir, setup.handler)
   send({ type: 'ready', heapLimitBytes: getHeapStatistics().heap_size_limit })
 } catch (err) {
-  send({ type: 'load-error', message: messageOf(err) })
+  send({ type: 'load-error', message: describeLoadError(err) })
 }
 
 interface Active {
