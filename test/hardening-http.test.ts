@@ -452,7 +452,7 @@ describe('bodies, paths and arguments that used to get the wrong answer', () => 
     })
   })
 
-  it('answers arguments nested too deep over MCP with invalid params (-32602), the SDK client and a raw 100,000 levels', async () => {
+  it('answers arguments nested too deep over MCP with invalid params (-32602), and refuses a raw message 100,000 levels deep (-32600)', async () => {
     const client = await mcpClient(url, auth)
     try {
       let nested: Record<string, unknown> = { a: 1 }
@@ -468,9 +468,11 @@ describe('bodies, paths and arguments that used to get the wrong answer', () => 
     }
     const body = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":${deepArguments(100_000)}}}`
     const answer = await raw(url, '/mcp', { headers: { ...MCP_HEADERS, ...auth }, body })
+    // Refused before the SDK parses it: nothing walks those levels recursively.
+    expect(answer.status).toBe(400)
     expect(rpcMessage(answer.text).error).toEqual({
-      code: ErrorCode.InvalidParams,
-      message: expect.stringContaining('"arguments" nests deeper than 100 levels'),
+      code: ErrorCode.InvalidRequest,
+      message: 'Invalid Request: the message nests deeper than 1000 levels',
     })
     const badParams = await raw(url, '/mcp', {
       headers: { ...MCP_HEADERS, ...auth },
