@@ -27,7 +27,7 @@ import { CallerGoneError, gatedCaller, InFlightCap } from './admission.ts'
 import { bearerMatches } from './bearer.ts'
 import { readJsonBody, requireJson } from './body.ts'
 import { checkExposure, endpointGuards } from './exposure.ts'
-import { createHostOriginCheck } from './host-origin.ts'
+import { corsHeaders, createHostOriginCheck } from './host-origin.ts'
 import { NdjsonAnswer } from './ndjson-answer.ts'
 import { HttpError, sendJson } from './responses.ts'
 import { bounded } from '../support/bounded-text.ts'
@@ -179,6 +179,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   ): Promise<void> {
     const refusal = hostOrigin(req)
     if (refusal) throw new HttpError(refusal.status, refusal.message)
+    // Set before anything answers: every answer to an allowed page carries them, refusals included.
+    for (const [name, value] of Object.entries(corsHeaders(req.method, req.headers.origin))) res.setHeader(name, value)
+    // A preflight carries no token: it asks what the page may send, and runs nothing.
+    if (req.method === 'OPTIONS') return void res.writeHead(204).end()
     const token = tokenFor.get(path)
     if (token !== undefined && !bearerMatches(req.headers.authorization, token)) {
       // Who tried, never what they sent.
