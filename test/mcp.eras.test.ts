@@ -231,3 +231,69 @@ describe('toolbridge mcp (stdio) serves both eras', () => {
     }
   })
 })
+
+describe('tools described fully from serverless.yml, in both eras', () => {
+  let runtime: Runtime
+  let url: string
+  beforeAll(async () => {
+    runtime = await startRuntime(
+      loadProject(fileURLToPath(new URL('fixtures/mcp-tools/serverless.yml', import.meta.url))),
+      resolveSettings({ port: '0', invoker: 'in-process' }, {}),
+    )
+    url = `${runtime.gateway!.url}/mcp`
+  })
+  afterAll(() => runtime?.stop())
+
+  const expectedPlace = {
+    name: 'place',
+    title: 'Place lookup',
+    description: 'Answers with the place it is given, as JSON',
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    outputSchema: {
+      type: 'object',
+      properties: { city: { type: 'string' }, population: { type: 'integer', minimum: 0 } },
+      required: ['city'],
+    },
+  }
+
+  it('gives the v2 client at 2026-07-28 the title, hints and output schema, and structured content with the same JSON as text', async () => {
+    const client = new Client({ name: 'tools-v2', version: '1' }, { versionNegotiation: { mode: { pin: MODERN } } })
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)))
+    try {
+      const { tools } = await client.listTools()
+      expect(tools[0]).toMatchObject(expectedPlace)
+      expect(tools[1]).toMatchObject({
+        name: 'place-text',
+        annotations: { readOnlyHint: false, destructiveHint: true },
+      })
+      expect(tools[1]!.outputSchema).toBeUndefined()
+      const result = await client.callTool({ name: 'place', arguments: { city: 'Oslo', population: 709000 } })
+      expect(result.structuredContent).toEqual({ city: 'Oslo', population: 709000 })
+      expect(JSON.parse(textOf(result))).toEqual({ city: 'Oslo', population: 709000 })
+      const text = await client.callTool({ name: 'place-text', arguments: { city: 'Oslo' } })
+      expect(text.structuredContent).toBeUndefined()
+      expect(textOf(text)).toBe('{"city":"Oslo"}')
+    } finally {
+      await client.close()
+    }
+  })
+
+  it('gives the v1 client at 2025-11-25 the same, and an error result for an answer the schema refuses', async () => {
+    const client = new ClientV1({ name: 'tools-v1', version: '1' })
+    await client.connect(new HttpV1(new URL(url)))
+    try {
+      const { tools } = await client.listTools()
+      expect(tools[0]).toMatchObject(expectedPlace)
+      const result = await client.callTool({ name: 'place', arguments: { city: 'Bergen' } })
+      expect(result.structuredContent).toEqual({ city: 'Bergen' })
+      expect(textOf(result)).toBe('{"city":"Bergen"}')
+      const refused = await client.callTool({ name: 'place', arguments: { population: 3 } })
+      expect(refused).toMatchObject({ isError: true })
+      expect(textOf(refused)).toBe(
+        "invalid-output: the answer does not match the tool's output schema: data must have required property 'city'",
+      )
+    } finally {
+      await client.close()
+    }
+  })
+})

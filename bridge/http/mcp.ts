@@ -1,9 +1,9 @@
 /**
  * The tools as an MCP server (@modelcontextprotocol/server, the SDK's v2
- * line): every tool of serverless.yml is an MCP tool whose `inputSchema`
- * comes from its declared arguments (shared/arguments.ts), whose config
- * values are the ones its declaration fixes, and whose call goes through the
- * broker to the bridge like any agent's (tool-caller.ts). A streaming tool's
+ * line): every tool of serverless.yml is an MCP tool described as
+ * mcp-tools.ts says, whose config values are the ones its declaration fixes,
+ * and whose call goes through the broker to the bridge like any agent's
+ * (tool-caller.ts). A streaming tool's
  * chunks are joined into one text result, and also sent as progress
  * notifications when the client asked for them (a `progressToken`).
  *
@@ -27,16 +27,15 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   Server,
-  type Tool,
 } from '@modelcontextprotocol/server'
 import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio'
-import { inputSchema } from '../../shared/arguments.ts'
 import { isRecord, messageOf } from '../../shared/errors.ts'
 import { bounded } from '../support/bounded-text.ts'
 import { ToolCallError } from '../trustgraph/request-client.ts'
 import type { ToolCaller } from '../trustgraph/tool-caller.ts'
 import { readJsonBody, requireJson } from './body.ts'
 import { refuseMessage } from './message-bounds.ts'
+import { describeTools, type McpToolSet } from './mcp-tools.ts'
 import { HttpError } from './responses.ts'
 import { jsonRpcLines } from './stdio-lines.ts'
 
@@ -45,16 +44,11 @@ const SERVER_INFO = { name: 'toolbridge', version: '0.1.0' }
 /** JSON-RPC's implementation-defined server error: a refusal that is not about the message itself. */
 const SERVER_ERROR = -32000
 
-export function createMcpServer(caller: ToolCaller): Server {
+export function createMcpServer(caller: ToolCaller, tools: McpToolSet): Server {
   const server = new Server(SERVER_INFO, { capabilities: { tools: {} } })
+  const outputSchemas = new Map(tools.list.map((tool) => [tool.name, tool.outputSchema]))
 
-  server.setRequestHandler('tools/list', () => ({
-    tools: [...caller.tools.values()].map(({ tool }) => ({
-      name: tool.name,
-      description: tool.description,
-      inputSchema: inputSchema(tool.arguments) as Tool['inputSchema'],
-    })),
-  }))
+  server.setRequestHandler('tools/list', () => ({ tools: tools.list }))
 
   server.setRequestHandler('tools/call', async (request, ctx): Promise<CallToolResult> => {
     const { name } = request.params
@@ -76,7 +70,8 @@ export function createMcpServer(caller: ToolCaller): Server {
     try {
       // The SDK aborts the signal on notifications/cancelled, and when the HTTP client goes away.
       const text = await caller.call(name, { arguments: args }, { onChunk, signal: ctx.mcpReq.signal })
-      return { content: [{ type: 'text', text }] }
+      // The SDK shapes structured content for the client's era (2025 clients need an object).
+      return server.projectCallToolResult(tools.result(name, text), outputSchemas.get(name))
     } catch (err) {
       // Arguments no service could take (nested too deep): the request is at fault, not the tool.
       if (err instanceof ToolCallError && err.type === 'bad-request')
@@ -125,7 +120,8 @@ function webRequest(req: IncomingMessage, signal: AbortSignal): Request {
  * complete. Refusals before the SDK sees the request are thrown as HttpError.
  */
 export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
-  const handler = createMcpHandler(() => createMcpServer(caller), {
+  const tools = describeTools([...caller.tools.values()].map((entry) => entry.tool))
+  const handler = createMcpHandler(() => createMcpServer(caller, tools), {
     legacy: 'stateless',
     maxRequestBodySize: options.maxBodyBytes,
   })
@@ -168,7 +164,10 @@ export async function serveMcpStdio(caller: ToolCaller): Promise<void> {
     process.stdin,
     (error) => void protocolOut.write(JSON.stringify({ jsonrpc: '2.0', error, id: null }) + '\n'),
   )
-  const handle = serveStdio(() => createMcpServer(caller), { transport: new StdioServerTransport(lines, protocolOut) })
+  const tools = describeTools([...caller.tools.values()].map((entry) => entry.tool))
+  const handle = serveStdio(() => createMcpServer(caller, tools), {
+    transport: new StdioServerTransport(lines, protocolOut),
+  })
   await ended
   await handle.close()
 }
