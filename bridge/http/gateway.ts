@@ -10,15 +10,18 @@
  *   GET  /readyz             200 while the bridge takes requests (broker connected, queues subscribed), else 503
  *   GET  /metrics            Prometheus text (bridge/support/metrics.ts)
  *   POST /mcp                the same tools over MCP Streamable HTTP (bridge/http/mcp.ts)
+ *   GET  /.well-known/oauth-protected-resource[/<path>]
+ *                            with OAuth on /mcp: where to get a token (oauth.ts)
  *
  * /tools and /mcp run tools, so they take only JSON from an allowed Host
- * and Origin (host-origin.ts), with their token when one is set, at most
+ * and Origin (host-origin.ts), with their token when one is set (or, on
+ * /mcp, an OAuth access token: oauth.ts), never a token in the URL, at most
  * `maxInFlight` at a time (admission.ts); health, readiness and metrics
  * stay open to probes.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { DEFAULT_GATEWAY_MAX_IN_FLIGHT } from '../project/settings.ts'
+import { DEFAULT_GATEWAY_MAX_IN_FLIGHT, type McpOAuthSettings } from '../project/settings.ts'
 import { toolDescriptor } from '../project/descriptors.ts'
 import type { ToolServiceSpec } from '../project/tool-services.ts'
 import { isRecord, isToolbridgeError, messageOf, ToolbridgeError } from '../../shared/errors.ts'
@@ -45,6 +48,8 @@ export interface GatewayOptions {
   httpToken?: string
   /** Bearer token required on /mcp instead of httpToken (TrustGraph's mcp `auth-token`). */
   mcpToken?: string
+  /** /mcp takes OAuth access tokens of this issuer instead of a static token (oauth.ts). */
+  mcpOAuth?: McpOAuthSettings
   /** Host names /tools and /mcp answer besides IP addresses, `localhost` and `host` (host-origin.ts); `*`: any. */
   allowedHosts?: readonly string[]
   /** Origins whose browser requests /tools and /mcp accept; default none. */
@@ -122,9 +127,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     allowedHosts: options.allowedHosts ?? [],
     allowedOrigins: options.allowedOrigins ?? [],
   })
-  const tokens = { httpToken: options.httpToken, mcpToken: options.mcpToken }
+  const tokens = { httpToken: options.httpToken, mcpToken: options.mcpToken, mcpOAuth: options.mcpOAuth }
   const tokenFor = new Map(endpointGuards(tokens).map((e) => [e.path, e.token]))
   await checkExposure(options.host, tokens, options.allowUnauthenticated ?? false)
+  // jose is loaded only when /mcp takes OAuth access tokens.
+  const oauth = options.mcpOAuth && { settings: options.mcpOAuth, ...(await import('./oauth.ts')) }
+  const accessTokens = oauth?.createAccessTokenVerifier(oauth.settings)
+  const metadataPaths = new Set(
+    oauth
+      ? ['/.well-known/oauth-protected-resource', new URL(oauth.resourceMetadataUrl(oauth.settings.audience)).pathname]
+      : [],
+  )
   /** Calls being answered: close() lets them finish. */
   const active = new Set<Promise<void>>()
   let draining = false
@@ -183,6 +196,24 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     for (const [name, value] of Object.entries(corsHeaders(req.method, req.headers.origin))) res.setHeader(name, value)
     // A preflight carries no token: it asks what the page may send, and runs nothing.
     if (req.method === 'OPTIONS') return void res.writeHead(204).end()
+    // RFC 6750 allows a token in the URL; OAuth 2.1 and MCP forbid it: URLs end up in logs and histories.
+    if (new URL(req.url ?? '/', 'http://gateway').searchParams.has('access_token')) {
+      throw new HttpError(400, 'send the access token in the Authorization header, never in the URL', {
+        'www-authenticate': 'Bearer error="invalid_request"',
+      })
+    }
+    if (path === '/mcp' && oauth && accessTokens) {
+      const refused = await accessTokens.check(req.headers.authorization)
+      if (refused) {
+        logger.warn(
+          { path, method: req.method, remoteAddress: req.socket.remoteAddress, why: refused.description },
+          'MCP request refused: access token',
+        )
+        const headers =
+          refused.status === 503 ? RETRY_LATER : { 'www-authenticate': oauth.challenge(refused, oauth.settings) }
+        throw new HttpError(refused.status, refused.description, headers)
+      }
+    }
     const token = tokenFor.get(path)
     if (token !== undefined && !bearerMatches(req.headers.authorization, token)) {
       // Who tried, never what they sent.
@@ -229,6 +260,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       const { contentType, body } = await options.metrics.render()
       res.writeHead(200, { 'content-type': contentType }).end(body)
       return
+    }
+    if (metadataPaths.has(path) && readOnly && oauth) {
+      // Public, and read by browser-based clients before they have a token.
+      return sendJson(res, 200, oauth.protectedResourceMetadata(oauth.settings), { 'access-control-allow-origin': '*' })
     }
     if (path === '/tools' || path === '/mcp') return runTools(path, undefined, req, res)
     const match = /^\/tools\/([^/]+)$/.exec(path)
