@@ -51,7 +51,8 @@ describe('toolAnnotations', () => {
 describe('describeTools', () => {
   it('lists name, description and the input schema of the declared arguments, a title and an output schema only when declared', () => {
     const { list } = describeTools([tool(), tool({ name: 'titled', title: 'Place lookup', output: PLACE })])
-    expect(list).toEqual([
+    // Strictly: a field left out is absent, not present and undefined.
+    expect(list).toStrictEqual([
       {
         name: 'place',
         description: 'A place',
