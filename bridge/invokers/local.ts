@@ -345,7 +345,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
     return loadError
   }
 
-  async invoke({ target, event, onChunk }: Invocation<HandlerLocation>): Promise<Outcome> {
+  async invoke({ target, event, onChunk, signal }: Invocation<HandlerLocation>): Promise<Outcome> {
     const pool = this.poolFor(target)
     const env = await pool.acquire()
     const loadError = await env.ready
@@ -363,8 +363,13 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
           message: `function "${target.functionName}" timed out after ${target.timeoutMs} ms`,
         })
       }, target.timeoutMs)
+      // The caller cancelled: the worker aborts its handler's context.signal (worker.ts).
+      const cancel = () => {
+        if (env.running === running) env.worker.postMessage({ type: 'cancel' } satisfies ToWorker)
+      }
       const finish = (outcome: Outcome) => {
         if (env.running !== running) return
+        signal?.removeEventListener('abort', cancel)
         clearTimeout(timer)
         env.running = undefined
         pool.release(env)
@@ -374,6 +379,8 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
       env.running = running
       const message: ToWorker = { type: 'invoke', requestId: randomUUID(), timeoutMs: target.timeoutMs, event }
       env.worker.postMessage(message)
+      if (signal?.aborted) cancel()
+      else signal?.addEventListener('abort', cancel, { once: true })
     })
   }
 

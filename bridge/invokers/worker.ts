@@ -31,6 +31,8 @@ export type ToWorker =
   | { type: 'invoke'; requestId: string; timeoutMs: number; event: unknown }
   /** The main thread took one chunk message (chunk-credit.ts). */
   | { type: 'credit' }
+  /** The caller cancelled the invocation running now: its context's signal aborts. */
+  | { type: 'cancel' }
 
 type InvocationEnd =
   | { type: 'done'; text: string }
@@ -57,12 +59,18 @@ try {
   send({ type: 'load-error', message: messageOf(err) })
 }
 
+/** The invocation running now (one at a time), to abort when its caller cancels. */
+let running: AbortController | undefined
+
 async function invoke(message: Extract<ToWorker, { type: 'invoke' }>): Promise<void> {
-  const context = lambdaContext(setup.functionName, message.requestId, message.timeoutMs)
+  running = new AbortController()
+  const { signal } = running
+  const context = lambdaContext(setup.functionName, message.requestId, message.timeoutMs, signal)
   let ended: InvocationEnd
   try {
     const text = await runHandler(handler, message.event, context, (chunk) => chunks.send(chunk), {
       maxStreamBytes: setup.maxStreamBytes,
+      signal,
     })
     ended = { type: 'done', text }
   } catch (err) {
@@ -71,6 +79,7 @@ async function invoke(message: Extract<ToWorker, { type: 'invoke' }>): Promise<v
         ? { type: 'too-large', message: err.message }
         : { type: 'error', ...describeError(err) }
   }
+  running = undefined
   await chunks.flush()
   // Off-heap memory has no limit of its own in a worker: the main thread compares this with memorySize.
   // process.memoryUsage() costs several µs a call, so only a function with a limit pays for it.
@@ -79,5 +88,6 @@ async function invoke(message: Extract<ToWorker, { type: 'invoke' }>): Promise<v
 
 port.on('message', (message: ToWorker) => {
   if (message.type === 'credit') chunks.credited()
+  else if (message.type === 'cancel') running?.abort()
   else void invoke(message)
 })
