@@ -17,6 +17,8 @@ export const MUTATION_TESTS = [
   'test/host-origin.test.ts',
   'test/message-bounds.test.ts',
   'test/mcp-tools.test.ts',
+  'test/oauth.test.ts',
+  'test/cancellations.test.ts',
   'test/arguments.test.ts',
   'test/python-json.test.ts',
   'test/request-checks.test.ts',
