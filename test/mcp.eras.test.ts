@@ -297,3 +297,19 @@ describe('tools described fully from serverless.yml, in both eras', () => {
     }
   })
 })
+
+describe('a gateway whose tools declare an output schema that does not compile', () => {
+  it('refuses to start, naming the tool', async () => {
+    const project = loadProject(fileURLToPath(new URL('fixtures/mcp-tools/serverless.yml', import.meta.url)))
+    const broken = {
+      ...project,
+      services: project.services.map((spec) => ({
+        ...spec,
+        tools: spec.tools.map((tool) => (tool.output ? { ...tool, output: { type: 'no-such-type' } } : tool)),
+      })),
+    }
+    await expect(startRuntime(broken, resolveSettings({ port: '0', invoker: 'in-process' }, {}))).rejects.toThrow(
+      /tool "place" output.*not a JSON Schema/,
+    )
+  })
+})

@@ -121,6 +121,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     )
     return mcpHandler(req, res)
   }
+  // An output schema that does not compile fails the start, not every /mcp call after it.
+  const declared = services.flatMap((spec) => spec.tools)
+  if (declared.some((tool) => tool.output !== undefined)) (await import('./mcp-tools.ts')).describeTools(declared)
   const cap = new InFlightCap(options.maxInFlight ?? DEFAULT_GATEWAY_MAX_IN_FLIGHT)
   const hostOrigin = createHostOriginCheck({
     listenHost: options.host,
