@@ -32,13 +32,37 @@ class AuthorizationServer {
   issuer = ''
   keys: JWK[] = []
   metadataRequests = 0
+  /** Metadata requests to answer with 500 before answering again. */
+  failures = 0
+
+  /** Metadata documents by path: OpenID Connect discovery under issuers with paths, and RFC 8414's form. */
+  private metadata(url: string): Record<string, unknown> | undefined {
+    const root = this.issuer
+    const documents: Record<string, Record<string, unknown>> = {
+      '/.well-known/openid-configuration': { issuer: root, jwks_uri: `${root}/jwks` },
+      '/realms/oidc/.well-known/openid-configuration': { issuer: `${root}/realms/oidc`, jwks_uri: `${root}/jwks` },
+      '/.well-known/oauth-authorization-server/realms/plain': {
+        issuer: `${root}/realms/plain`,
+        jwks_uri: `${root}/jwks`,
+      },
+      '/realms/impostor/.well-known/openid-configuration': { issuer: 'https://someone.else', jwks_uri: `${root}/jwks` },
+      '/realms/keyless/.well-known/openid-configuration': { issuer: `${root}/realms/keyless` },
+    }
+    return documents[url]
+  }
 
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
-      if (req.url === '/.well-known/openid-configuration') {
+      const metadata = this.metadata(req.url ?? '')
+      if (metadata) {
         this.metadataRequests++
+        // As strict as some providers: JSON must be asked for.
+        if (this.failures > 0 || req.headers.accept !== 'application/json') {
+          this.failures--
+          return void res.writeHead(500).end()
+        }
         res.writeHead(200, { 'content-type': 'application/json' })
-        return void res.end(JSON.stringify({ issuer: this.issuer, jwks_uri: `${this.issuer}/jwks` }))
+        return void res.end(JSON.stringify(metadata))
       }
       if (req.url === '/jwks') {
         res.writeHead(200, { 'content-type': 'application/json' })
@@ -105,13 +129,14 @@ describe('the pieces of a refusal', () => {
     expect(bearerToken('Basic dXNlcjpwYXNz')).toBeUndefined()
     expect(bearerToken('Bearer')).toBeUndefined()
     expect(bearerToken('Bearer a b')).toBeUndefined()
+    expect(bearerToken('XBearer abc')).toBeUndefined()
     expect(bearerToken(undefined)).toBeUndefined()
   })
 
   it('reads the scopes of `scope` (space-separated) or `scp` (a list, or a string)', () => {
     expect(grantedScopes({ scope: 'a  b' })).toEqual(['a', 'b'])
     expect(grantedScopes({ scp: ['a', 3, 'b'] })).toEqual(['a', 'b'])
-    expect(grantedScopes({ scp: 'a b' })).toEqual(['a', 'b'])
+    expect(grantedScopes({ scp: ' a  b' })).toEqual(['a', 'b'])
     expect(grantedScopes({})).toEqual([])
   })
 
@@ -202,18 +227,15 @@ describe('access tokens checked against the issuer’s published keys', () => {
     const hmac = await new SignJWT(claims)
       .setProtectedHeader({ alg: 'HS256', kid: 'es' })
       .sign(new TextEncoder().encode('a shared secret of thirty-two bytes!'))
-    for (const [what, jwt] of [
-      ['alg none', none],
-      ['unsigned', noSignature],
-      ['hmac', hmac],
-      ['garbage', 'not-a-jwt'],
+    const notAccepted = 'the token is not signed with an accepted algorithm'
+    for (const [what, jwt, description] of [
+      ['alg none', none, notAccepted],
+      ['unsigned', noSignature, "the token's signature does not verify"],
+      ['hmac', hmac, notAccepted],
+      ['garbage', 'not-a-jwt', 'the token is not a valid JWT'],
     ]) {
       const refusal = await check(`Bearer ${jwt}`)
-      expect({ what, status: refusal?.status, error: refusal?.error }).toEqual({
-        what,
-        status: 401,
-        error: 'invalid_token',
-      })
+      expect({ what, refusal }).toEqual({ what, refusal: { status: 401, error: 'invalid_token', description } })
     }
   })
 
@@ -249,8 +271,50 @@ describe('access tokens checked against the issuer’s published keys', () => {
     expect(as.metadataRequests).toBe(before + 1)
     const gone = await check(`Bearer ${await token()}`, { issuer: 'http://127.0.0.1:1' })
     expect(gone).toMatchObject({ status: 503 })
-    const wrongIssuer = await check(`Bearer ${await token()}`, { issuer: `${as.issuer}/other` })
-    expect(wrongIssuer).toMatchObject({ status: 503 })
+    expect(gone!.description).toMatch(/^the authorization server's keys could not be fetched: /)
+    const none = await check(`Bearer ${await token()}`, { issuer: `${as.issuer}/other` })
+    expect(none).toEqual({
+      status: 503,
+      description: `the authorization server's keys could not be fetched: no authorization server metadata at ${as.issuer}/other/.well-known/openid-configuration or ${as.issuer}/.well-known/oauth-authorization-server/other`,
+    })
+  })
+
+  it('finds the metadata of an issuer with a path, as OpenID Connect or RFC 8414 places it, and trusts only its own', async () => {
+    for (const realm of ['oidc', 'plain']) {
+      const issuer = `${as.issuer}/realms/${realm}/`.slice(0, -1)
+      expect({ realm, refusal: await check(`Bearer ${await token({ iss: issuer })}`, { issuer }) }).toEqual({
+        realm,
+        refusal: undefined,
+      })
+    }
+    const impostor = `${as.issuer}/realms/impostor`
+    expect(await check(`Bearer ${await token({ iss: impostor })}`, { issuer: impostor })).toEqual({
+      status: 503,
+      description: `the authorization server's keys could not be fetched: ${impostor}/.well-known/openid-configuration names issuer "https://someone.else"`,
+    })
+    const keyless = `${as.issuer}/realms/keyless`
+    expect(await check(`Bearer ${await token({ iss: keyless })}`, { issuer: keyless })).toEqual({
+      status: 503,
+      description: `the authorization server's keys could not be fetched: ${keyless}/.well-known/openid-configuration has no jwks_uri`,
+    })
+  })
+
+  it('tries the metadata again after it failed, rather than keep the failure', async () => {
+    const verifier = createAccessTokenVerifier(settings)
+    as.failures = 1
+    expect(await verifier.check(`Bearer ${await token()}`)).toMatchObject({ status: 503 })
+    expect(await verifier.check(`Bearer ${await token()}`)).toBeUndefined()
+  })
+
+  it('takes every public-key algorithm: RSA (PKCS#1 and PSS), ECDSA and EdDSA', async () => {
+    for (const alg of ['RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES384', 'ES512', 'EdDSA']) {
+      const pair = await generateKeyPair(alg)
+      await as.publish(pair, alg, alg)
+      const refusal = await check(`Bearer ${await token({}, pair, { alg, kid: alg })}`, {
+        jwksUrl: `${as.issuer}/jwks`,
+      })
+      expect({ alg, refusal }).toEqual({ alg, refusal: undefined })
+    }
   })
 })
 

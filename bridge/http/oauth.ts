@@ -49,7 +49,7 @@ export function grantedScopes(payload: JWTPayload): string[] {
 /** RFC 9728 §3.1: the metadata's URL has its well-known part put before the resource's path. */
 export function resourceMetadataUrl(audience: string): string {
   const url = new URL(audience)
-  const path = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '')
+  const path = url.pathname.replace(/\/$/, '')
   return `${url.origin}/.well-known/oauth-protected-resource${path}`
 }
 
@@ -79,7 +79,7 @@ export function protectedResourceMetadata(settings: OAuthSettings) {
 /** Where the issuer's metadata may be: OpenID Connect discovery, then RFC 8414 (path inserted). */
 function metadataUrls(issuer: string): string[] {
   const url = new URL(issuer)
-  const path = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '')
+  const path = url.pathname.replace(/\/$/, '')
   return [
     `${url.origin}${path}/.well-known/openid-configuration`,
     `${url.origin}/.well-known/oauth-authorization-server${path}`,
