@@ -132,6 +132,7 @@ export async function startRuntime(
         port: settings.port,
         mcpToken: settings.mcpToken,
         httpToken: settings.httpToken,
+        mcpOAuth: settings.mcpOAuth,
         ...settings.gateway,
         metrics,
         logger,

@@ -81,7 +81,7 @@ export function parseJsonBytes(bytes: Uint8Array): Decoded<unknown> {
 export const MAX_NESTING_DEPTH = 100
 
 /** Whether objects and arrays nest more than `limit` levels, walked without recursion. */
-function nestsDeeperThan(value: unknown, limit: number): boolean {
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
   const stack: [unknown, number][] = [[value, 1]]
   while (stack.length > 0) {
     const [item, depth] = stack.pop()!

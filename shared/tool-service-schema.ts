@@ -117,7 +117,22 @@ export const toolServiceSchema = {
         required: ['name', 'description'],
         properties: {
           name: NAME,
+          /** A name for people (MCP clients show it); `name` stays the one models and agents call. */
+          title: { type: 'string', minLength: 1 },
           description: { type: 'string', minLength: 1 },
+          /** MCP's behaviour hints; each one left out takes its cautious default (bridge/http/mcp-tools.ts). */
+          annotations: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              readOnlyHint: { type: 'boolean' },
+              destructiveHint: { type: 'boolean' },
+              idempotentHint: { type: 'boolean' },
+              openWorldHint: { type: 'boolean' },
+            },
+          },
+          /** A JSON Schema (2020-12) of the answer, which is then JSON: MCP's outputSchema and structuredContent. */
+          output: { type: 'object' },
           config: {
             type: 'object',
             additionalProperties: { anyOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] },

@@ -131,6 +131,7 @@ describe('readToolServices', () => {
           description: 'Tell a joke on a given topic',
           config: { style: 'pun' },
           arguments: [{ name: 'topic', type: 'string', description: 'The topic for the joke', required: true }],
+          annotations: {},
         },
       ],
       shape: { event: 'envelope', answer: 'text' },
@@ -255,6 +256,22 @@ describe('readToolServices errors name the exact path', () => {
     const p = project()
     delete joke(p).tools[0].description
     expect(configError(p).message).toBe('functions.joke.toolService.tools[0]: missing required field "description"')
+  })
+
+  it('names a misspelt MCP hint, and a hint that is not a boolean', () => {
+    const p = project()
+    joke(p).tools[0].annotations = { readOnly: true }
+    expect(configError(p).message).toMatch(
+      /^functions\.joke\.toolService\.tools\[0\]\.annotations(\.readOnly)?: unknown field "readOnly"$/,
+    )
+    joke(p).tools[0].annotations = { readOnlyHint: 'yes' }
+    expect(configError(p).message).toBe('functions.joke.toolService.tools[0].annotations.readOnlyHint: must be boolean')
+  })
+
+  it('names an output schema that is not a mapping', () => {
+    const p = project()
+    joke(p).tools[0].output = 'json'
+    expect(configError(p).message).toBe('functions.joke.toolService.tools[0].output: must be object')
   })
 
   it('names a bad argument type', () => {

@@ -186,6 +186,52 @@ describe('Host, Origin and Content-Type on /tools and /mcp', () => {
     expect(await slowCalls(url, { 'content-type': 'application/json; charset=utf-8' })).toBe(before + 1) // none of the refused ones ran
   })
 
+  it('answers /mcp from a foreign Origin with 403 and a JSON-RPC error, without one as before, and an allowed one with CORS headers', async () => {
+    const evil = await raw(url, '/mcp', {
+      headers: { ...MCP_HEADERS, origin: 'http://evil.example' },
+      body: toolsCall('echo', { z: 1 }),
+    })
+    expect(evil.status).toBe(403)
+    expect(rpcMessage(evil.text).error?.message).toMatch(/^Origin "http:\/\/evil\.example" is not allowed/)
+    expect(evil.headers['access-control-allow-origin']).toBeUndefined()
+    const server = await raw(url, '/mcp', { headers: MCP_HEADERS, body: toolsCall('echo', { z: 1 }) })
+    expect(server.status).toBe(200)
+    expect(server.headers['access-control-allow-origin']).toBeUndefined()
+    const page = await raw(url, '/mcp', {
+      headers: { ...MCP_HEADERS, origin: 'http://app.example' },
+      body: toolsCall('echo', { z: 1 }),
+    })
+    expect(page.status).toBe(200)
+    expect(page.headers).toMatchObject({
+      'access-control-allow-origin': 'http://app.example',
+      vary: 'Origin',
+      'access-control-expose-headers': expect.stringContaining('www-authenticate'),
+    })
+    expect(rpcMessage(page.text).result).toMatchObject({ content: [{ type: 'text', text: '{"z":1}' }] })
+  })
+
+  it('answers the preflight of an allowed page with what it may send, and refuses a foreign one', async () => {
+    const preflight = {
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'content-type, mcp-protocol-version, mcp-method, mcp-name',
+    }
+    const allowed = await raw(url, '/mcp', {
+      method: 'OPTIONS',
+      headers: { ...preflight, origin: 'http://app.example' },
+    })
+    expect(allowed.status).toBe(204)
+    expect(allowed.headers['access-control-allow-origin']).toBe('http://app.example')
+    expect(allowed.headers['access-control-allow-methods']).toContain('POST')
+    for (const header of ['content-type', 'mcp-protocol-version', 'mcp-method', 'mcp-name', 'authorization'])
+      expect(allowed.headers['access-control-allow-headers']).toContain(header)
+    const foreign = await raw(url, '/mcp', {
+      method: 'OPTIONS',
+      headers: { ...preflight, origin: 'http://evil.example' },
+    })
+    expect(foreign.status).toBe(403)
+    expect(foreign.headers['access-control-allow-origin']).toBeUndefined()
+  })
+
   it('lets the MCP SDK client in from an allowed origin only', async () => {
     await expect(mcpClient(url, { origin: 'http://evil.example' })).rejects.toThrow(/403|Origin/)
     const client = await mcpClient(url, { origin: 'http://app.example' })
@@ -452,7 +498,7 @@ describe('bodies, paths and arguments that used to get the wrong answer', () => 
     })
   })
 
-  it('answers arguments nested too deep over MCP with invalid params (-32602), the SDK client and a raw 100,000 levels', async () => {
+  it('answers arguments nested too deep over MCP with invalid params (-32602), and refuses a raw message 100,000 levels deep (-32600)', async () => {
     const client = await mcpClient(url, auth)
     try {
       let nested: Record<string, unknown> = { a: 1 }
@@ -468,9 +514,11 @@ describe('bodies, paths and arguments that used to get the wrong answer', () => 
     }
     const body = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":${deepArguments(100_000)}}}`
     const answer = await raw(url, '/mcp', { headers: { ...MCP_HEADERS, ...auth }, body })
+    // Refused before the SDK parses it: nothing walks those levels recursively.
+    expect(answer.status).toBe(400)
     expect(rpcMessage(answer.text).error).toEqual({
-      code: ErrorCode.InvalidParams,
-      message: expect.stringContaining('"arguments" nests deeper than 100 levels'),
+      code: ErrorCode.InvalidRequest,
+      message: 'Invalid Request: the message nests deeper than 1000 levels',
     })
     const badParams = await raw(url, '/mcp', {
       headers: { ...MCP_HEADERS, ...auth },

@@ -252,6 +252,39 @@ describe('LambdaInvoker, called directly', () => {
     expect((await invoke(ECHO)).outcome).toStrictEqual({ ok: false, kind: 'missing-config', message: 'no "style"' })
   })
 
+  it('abandons a call its caller cancels, and tries no more after a cancellation', async () => {
+    fake.script(ECHO.location.lambdaName, reply.hang())
+    const cancelled = new AbortController()
+    setTimeout(() => cancelled.abort(), 100)
+    const outcome = await invoker.invoke({
+      target: ECHO,
+      event: event({}),
+      onChunk: () => {},
+      signal: cancelled.signal,
+    })
+    expect(outcome).toStrictEqual({
+      ok: false,
+      kind: 'unavailable',
+      message: `the call to "${ECHO.location.lambdaName}" was cancelled by its caller and abandoned`,
+    })
+    expect(fake.calls).toHaveLength(1)
+    fake.reset()
+    const gone = AbortSignal.abort()
+    expect(await invoker.invoke({ target: ECHO, event: event({}), onChunk: () => {}, signal: gone })).toMatchObject({
+      ok: false,
+      kind: 'unavailable',
+    })
+    fake.script(ECHO.location.lambdaName, reply.throttle())
+    const throttled = new AbortController()
+    setTimeout(() => throttled.abort(), 30)
+    const gaveUp = await invoker.invoke({ target: ECHO, event: event({}), onChunk: () => {}, signal: throttled.signal })
+    expect(gaveUp).toMatchObject({ ok: false, kind: 'unavailable' })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const calls = fake.calls.length
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(fake.calls.length).toBe(calls) // no attempt after the cancellation
+  })
+
   it("reports Lambda's own timeout (Task timed out) as a timeout", async () => {
     fake.script(ECHO.location.lambdaName, {
       type: 'payload',

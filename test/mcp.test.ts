@@ -59,6 +59,10 @@ describe('MCP over Streamable HTTP at /mcp, with the example tools', () => {
       },
       required: ['hero'],
     })
+    expect(tools.find((t) => t.name === 'calculate')).toMatchObject({
+      title: 'Calculator',
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    })
     expect(tools.find((t) => t.name === 'tell-joke')!.inputSchema).toEqual({
       type: 'object',
       properties: { topic: { type: 'string', description: 'The topic for the joke' } },

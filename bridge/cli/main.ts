@@ -143,6 +143,25 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
   )
   .addOption(workspaceOption())
   .addOption(mcpTokenOption('bearer token /mcp requires instead of --http-token'))
+  .addOption(
+    new Option(
+      '--mcp-auth <kind>',
+      'how /mcp authenticates: token (the static bearer tokens) or oauth (access tokens of --mcp-issuer; env TOOLBRIDGE_MCP_AUTH)',
+    ).choices(['token', 'oauth']),
+  )
+  .option('--mcp-issuer <url>', "with --mcp-auth oauth: the authorization server's issuer (env TOOLBRIDGE_MCP_ISSUER)")
+  .option(
+    '--mcp-audience <url>',
+    'with --mcp-auth oauth: the public URL of /mcp, as tokens name it in `aud` (env TOOLBRIDGE_MCP_AUDIENCE)',
+  )
+  .option(
+    '--mcp-scopes <scopes>',
+    'with --mcp-auth oauth: comma-separated scopes every token must carry (env TOOLBRIDGE_MCP_SCOPES)',
+  )
+  .option(
+    '--mcp-jwks-url <url>',
+    "with --mcp-auth oauth: the issuer's key set, when its metadata does not give one (env TOOLBRIDGE_MCP_JWKS_URL)",
+  )
   .action(async (flags: SettingFlags & { register?: boolean; timeout?: string; console?: boolean }) => {
     const project = await loadProject(program.opts().config)
     const settings = resolveSettings(flags)
@@ -171,10 +190,13 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
     }
     if (runtime.gateway) {
       const url = runtime.gateway.url
-      for (const { path, token } of endpointGuards(settings)) {
-        console.log(
-          `  ${path === '/mcp' ? 'MCP' : 'HTTP'}: ${url}${path} (${token ? 'bearer token required' : `no token: open to anyone who reaches ${url}`})`,
-        )
+      for (const { path, token, issuer } of endpointGuards(settings)) {
+        const guard = issuer
+          ? `OAuth access token from ${issuer} required`
+          : token
+            ? 'bearer token required'
+            : `no token: open to anyone who reaches ${url}`
+        console.log(`  ${path === '/mcp' ? 'MCP' : 'HTTP'}: ${url}${path} (${guard})`)
       }
       if (withConsole) console.log(`  console: ${consoleUrl(url, settings.httpToken)}`)
     }

@@ -3,6 +3,7 @@
  * check, invoke, publish the answer, ack. One bad request never stops the
  * loop: it ends as an error response like any other outcome.
  */
+import { cancellationOf } from '../support/cancellations.ts'
 import type { ToolServiceSpec } from '../project/tool-services.ts'
 import { isToolbridgeError, messageOf, type Refusal } from '../../shared/errors.ts'
 import { decodeRequest, ID_PROPERTY, UNKNOWN_ID } from '../../shared/protocol.ts'
@@ -130,9 +131,14 @@ export function createBridge(options: BridgeOptions): Bridge {
     }
   }
 
-  async function invoke(served: Served, event: unknown, onChunk: (text: string) => void): Promise<Outcome> {
+  async function invoke(
+    served: Served,
+    event: unknown,
+    onChunk: (text: string) => void,
+    signal: AbortSignal,
+  ): Promise<Outcome> {
     try {
-      return served.shape.answer(await invoker.invoke({ target: served.spec, event, onChunk }))
+      return served.shape.answer(await invoker.invoke({ target: served.spec, event, onChunk, signal }))
     } catch (err) {
       return unexpected(served, err)
     }
@@ -153,6 +159,8 @@ export function createBridge(options: BridgeOptions): Bridge {
       if (inFlight.size === 0) drained?.()
     }
     const entry = inFlight.push(() => settle('nack'))
+    // The caller may cancel (a client in this process: support/cancellations.ts); the function is told.
+    const cancellation = cancellationOf(id === UNKNOWN_ID ? undefined : id)
     metrics.inFlight(1)
     const ticket = served.guard.ticket(delivery)
     if (ticket.distrusted) logger.warn({ service: spec.id, id }, `${ticket.distrusted}: its age counts from now`)
@@ -176,7 +184,8 @@ export function createBridge(options: BridgeOptions): Bridge {
         responder.chunk(text)
         metrics.chunkPublished()
       }
-      const outcome = taken.refused ?? (await invoke(served, taken.event, onChunk))
+      const outcome = taken.refused ?? (await invoke(served, taken.event, onChunk, cancellation.signal))
+      cancellation.release()
       if (outcome.ok) unloadable.delete(spec.id)
       if (settled) return
       if (!outcome.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: outcome.kind }, outcome.message)

@@ -13,13 +13,28 @@ export interface EndpointTokens {
   httpToken: string | undefined
   /** Guards /mcp instead of httpToken. */
   mcpToken: string | undefined
+  /** /mcp takes OAuth access tokens of this issuer instead of either token. */
+  mcpOAuth?: { issuer: string } | undefined
 }
 
-/** The endpoints that run tools and whether each needs a token. */
-export function endpointGuards(tokens: EndpointTokens): { path: '/tools' | '/mcp'; token: string | undefined }[] {
+export interface EndpointGuard {
+  path: '/tools' | '/mcp'
+  /** The static bearer token it needs, if any. */
+  token: string | undefined
+  /** The issuer whose OAuth access tokens it needs instead, if any. */
+  issuer: string | undefined
+}
+
+/** The endpoints that run tools and what each needs. */
+export function endpointGuards(tokens: EndpointTokens): EndpointGuard[] {
+  const issuer = tokens.mcpOAuth?.issuer
   return [
-    { path: '/tools', token: tokens.httpToken || undefined },
-    { path: '/mcp', token: tokens.mcpToken || tokens.httpToken || undefined },
+    { path: '/tools', token: tokens.httpToken || undefined, issuer: undefined },
+    {
+      path: '/mcp',
+      token: issuer === undefined ? tokens.mcpToken || tokens.httpToken || undefined : undefined,
+      issuer,
+    },
   ]
 }
 
@@ -51,7 +66,7 @@ export async function checkExposure(
 ): Promise<void> {
   if (allowUnauthenticated) return
   const open = endpointGuards(tokens)
-    .filter((e) => e.token === undefined)
+    .filter((e) => e.token === undefined && e.issuer === undefined)
     .map((e) => e.path)
   if (open.length === 0 || (await isLoopbackHost(host))) return
   throw new ConfigError(

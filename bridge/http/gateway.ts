@@ -11,15 +11,18 @@
  *   GET  /metrics            Prometheus text (bridge/support/metrics.ts)
  *   POST /mcp                the same tools over MCP Streamable HTTP (bridge/http/mcp.ts)
  *   GET  /, /console/...     the web console, when given a feed (bridge/http/console/console-routes.ts)
+ *   GET  /.well-known/oauth-protected-resource[/<path>]
+ *                            with OAuth on /mcp: where to get a token (oauth.ts)
  *
  * /tools and /mcp run tools, so they take only JSON from an allowed Host
- * and Origin (host-origin.ts), with their token when one is set, at most
+ * and Origin (host-origin.ts), with their token when one is set (or, on
+ * /mcp, an OAuth access token: oauth.ts), never a token in the URL, at most
  * `maxInFlight` at a time (admission.ts); health, readiness and metrics
  * stay open to probes.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { DEFAULT_GATEWAY_MAX_IN_FLIGHT } from '../project/settings.ts'
+import { DEFAULT_GATEWAY_MAX_IN_FLIGHT, type McpOAuthSettings } from '../project/settings.ts'
 import { toolDescriptor } from '../project/descriptors.ts'
 import type { ToolServiceSpec } from '../project/tool-services.ts'
 import { isRecord, isToolbridgeError, messageOf, ToolbridgeError } from '../../shared/errors.ts'
@@ -28,7 +31,7 @@ import { CallerGoneError, gatedCaller, InFlightCap } from './admission.ts'
 import { bearerMatches } from './bearer.ts'
 import { readJsonBody, requireJson } from './body.ts'
 import { checkExposure, endpointGuards } from './exposure.ts'
-import { createHostOriginCheck } from './host-origin.ts'
+import { corsHeaders, createHostOriginCheck } from './host-origin.ts'
 import { NdjsonAnswer } from './ndjson-answer.ts'
 import { HttpError, sendJson } from './responses.ts'
 import { bounded } from '../support/bounded-text.ts'
@@ -48,6 +51,8 @@ export interface GatewayOptions {
   httpToken?: string
   /** Bearer token required on /mcp instead of httpToken (TrustGraph's mcp `auth-token`). */
   mcpToken?: string
+  /** /mcp takes OAuth access tokens of this issuer instead of a static token (oauth.ts). */
+  mcpOAuth?: McpOAuthSettings
   /** Host names /tools and /mcp answer besides IP addresses, `localhost` and `host` (host-origin.ts); `*`: any. */
   allowedHosts?: readonly string[]
   /** Origins whose browser requests /tools and /mcp accept; default none. */
@@ -121,6 +126,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     )
     return mcpHandler(req, res)
   }
+  // An output schema that does not compile fails the start, not every /mcp call after it.
+  const declared = services.flatMap((spec) => spec.tools)
+  if (declared.some((tool) => tool.output !== undefined)) (await import('./mcp-tools.ts')).describeTools(declared)
   const cap = new InFlightCap(options.maxInFlight ?? DEFAULT_GATEWAY_MAX_IN_FLIGHT)
   const hostOrigin = createHostOriginCheck({
     listenHost: options.host,
@@ -128,9 +136,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     allowedOrigins: options.allowedOrigins ?? [],
     sameOrigin: options.console !== undefined,
   })
-  const tokens = { httpToken: options.httpToken, mcpToken: options.mcpToken }
+  const tokens = { httpToken: options.httpToken, mcpToken: options.mcpToken, mcpOAuth: options.mcpOAuth }
   const tokenFor = new Map(endpointGuards(tokens).map((e) => [e.path, e.token]))
   await checkExposure(options.host, tokens, options.allowUnauthenticated ?? false)
+  // jose is loaded only when /mcp takes OAuth access tokens.
+  const oauth = options.mcpOAuth && { settings: options.mcpOAuth, ...(await import('./oauth.ts')) }
+  const accessTokens = oauth?.createAccessTokenVerifier(oauth.settings)
+  const metadataPaths = new Set(
+    oauth
+      ? ['/.well-known/oauth-protected-resource', new URL(oauth.resourceMetadataUrl(oauth.settings.audience)).pathname]
+      : [],
+  )
   /** Calls being answered: close() lets them finish. */
   const active = new Set<Promise<void>>()
   let draining = false
@@ -176,10 +192,38 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     })
   }
 
-  /** Host, Origin and the token of /tools (or /mcp) checked; throws the refusal. */
-  function guard(path: '/tools' | '/mcp', req: IncomingMessage): void {
+  /**
+   * Host, Origin and the token of /tools (or /mcp) checked, CORS headers set; throws the refusal.
+   * True when it has answered the request itself (a CORS preflight).
+   */
+  async function guard(path: '/tools' | '/mcp', req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const refusal = hostOrigin(req)
     if (refusal) throw new HttpError(refusal.status, refusal.message)
+    // Set before anything answers: every answer to an allowed page carries them, refusals included.
+    for (const [name, value] of Object.entries(corsHeaders(req.method, req.headers.origin))) res.setHeader(name, value)
+    // A preflight carries no token: it asks what the page may send, and runs nothing.
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204).end()
+      return true
+    }
+    // RFC 6750 allows a token in the URL; OAuth 2.1 and MCP forbid it: URLs end up in logs and histories.
+    if (new URL(req.url ?? '/', 'http://gateway').searchParams.has('access_token')) {
+      throw new HttpError(400, 'send the access token in the Authorization header, never in the URL', {
+        'www-authenticate': 'Bearer error="invalid_request"',
+      })
+    }
+    if (path === '/mcp' && oauth && accessTokens) {
+      const refused = await accessTokens.check(req.headers.authorization)
+      if (refused) {
+        logger.warn(
+          { path, method: req.method, remoteAddress: req.socket.remoteAddress, why: refused.description },
+          'MCP request refused: access token',
+        )
+        const headers =
+          refused.status === 503 ? RETRY_LATER : { 'www-authenticate': oauth.challenge(refused, oauth.settings) }
+        throw new HttpError(refused.status, refused.description, headers)
+      }
+    }
     const token = tokenFor.get(path)
     if (token !== undefined && !bearerMatches(req.headers.authorization, token)) {
       // Who tried, never what they sent.
@@ -189,6 +233,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       )
       throw new HttpError(401, 'missing or wrong bearer token', { 'www-authenticate': 'Bearer' })
     }
+    return false
   }
 
   /** The endpoints that run tools: Host, Origin and token checked, then one slot of the cap per call. */
@@ -198,7 +243,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     req: IncomingMessage,
     res: ServerResponse,
   ): Promise<void> {
-    guard(path, req)
+    if (await guard(path, req, res)) return
     if (tool === undefined && path === '/tools') {
       if (req.method !== 'GET') throw new HttpError(405, `no route for ${req.method} ${path}`)
       return sendJson(res, 200, { tools: [...tools.values()].map(({ spec, tool }) => toolDescriptor(spec, tool)) })
@@ -237,6 +282,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       res.writeHead(200, { 'content-type': contentType }).end(body)
       return
     }
+    if (metadataPaths.has(path) && readOnly && oauth) {
+      // Public, and read by browser-based clients before they have a token.
+      return sendJson(res, 200, oauth.protectedResourceMetadata(oauth.settings), { 'access-control-allow-origin': '*' })
+    }
     if (path === '/tools' || path === '/mcp') return runTools(path, undefined, req, res)
     if (options.console) {
       // The page holds no data: only its Host is checked. What it shows comes from the guarded API.
@@ -247,7 +296,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         return
       }
       if (isConsoleApi(path)) {
-        guard('/tools', req)
+        if (await guard('/tools', req, res)) return
         return serveConsoleApi(path, req, res, { feed: options.console, services })
       }
     }

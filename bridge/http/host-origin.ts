@@ -15,6 +15,8 @@
  *   also the gateway's own origin, `http://<Host>`, when the Host is one
  *   allowed by name or address: a browser sends Origin even on a page's
  *   calls to its own server, and a rebinding page cannot have such a Host.
+ *   A page of an allowed origin gets the CORS headers it needs to read the
+ *   answers (corsHeaders), its preflight included.
  */
 import type { IncomingMessage } from 'node:http'
 import { isIP } from 'node:net'
@@ -75,5 +77,37 @@ export function createHostOriginCheck(policy: HostOriginPolicy): (req: IncomingM
       }
     }
     return undefined
+  }
+}
+
+/** What a browser page may send: MCP's own headers of both eras, the token, and W3C trace context. */
+const ALLOWED_REQUEST_HEADERS =
+  'authorization, content-type, accept, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name, last-event-id, traceparent, tracestate'
+
+/** What a browser page may read besides the safelisted headers: the token challenge and when to retry. */
+const EXPOSED_HEADERS = 'www-authenticate, retry-after, mcp-session-id'
+
+/** How long a browser may reuse a preflight's answer (seconds). */
+const PREFLIGHT_MAX_AGE = '600'
+
+/**
+ * The CORS headers for a request that passed the check: none without an
+ * `Origin` (not a browser, or same-origin), else the origin echoed (never
+ * `*`, so a token may be sent) with `Vary: Origin`, and for a preflight
+ * (`OPTIONS`) the methods and headers a page may use.
+ */
+export function corsHeaders(method: string | undefined, origin: string | undefined): Record<string, string> {
+  if (origin === undefined) return {}
+  const headers: Record<string, string> = {
+    'access-control-allow-origin': origin,
+    vary: 'Origin',
+    'access-control-expose-headers': EXPOSED_HEADERS,
+  }
+  if (method !== 'OPTIONS') return headers
+  return {
+    ...headers,
+    'access-control-allow-methods': 'GET, POST, OPTIONS',
+    'access-control-allow-headers': ALLOWED_REQUEST_HEADERS,
+    'access-control-max-age': PREFLIGHT_MAX_AGE,
   }
 }

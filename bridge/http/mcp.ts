@@ -1,85 +1,81 @@
 /**
- * The tools as an MCP server (@modelcontextprotocol/sdk): every tool of
- * serverless.yml is an MCP tool whose `inputSchema` comes from its declared
- * arguments (shared/arguments.ts), whose config values are the ones its
- * declaration fixes, and whose call goes through the broker to the bridge
- * like any agent's (tool-caller.ts). A streaming tool's chunks are joined
- * into one text result, and also sent as progress notifications when the
- * client asked for them (a `progressToken`).
+ * The tools as an MCP server (@modelcontextprotocol/server, the SDK's v2
+ * line): every tool of serverless.yml is an MCP tool described as
+ * mcp-tools.ts says, whose config values are the ones its declaration fixes,
+ * and whose call goes through the broker to the bridge like any agent's
+ * (tool-caller.ts). A streaming tool's
+ * chunks are joined into one text result, and also sent as progress
+ * notifications when the client asked for them (a `progressToken`).
  *
- * Two ways in: stdio (`toolbridge mcp`) and Streamable HTTP at `/mcp` on the
- * gateway, stateless (a server per request, as TrustGraph's MCP tool service
- * opens a session per call), behind the gateway's Host, Origin and token
- * checks. One message per request: JSON-RPC batches were dropped from MCP
- * (2025-06-18) and would fan one request out into many calls.
+ * Both protocol eras are served, chosen per request from what the client
+ * sends: 2026-07-28 (no `initialize`; `server/discover`; the protocol version
+ * in every request's `_meta`) and the 2025 revisions (`initialize` first).
+ * The server keeps nothing between requests in either era: one server
+ * instance per HTTP request, so any replica answers any request.
+ *
+ * Two ways in: stdio (`toolbridge mcp`, one instance for the connection,
+ * its era set by the first message) and Streamable HTTP at `/mcp` on the
+ * gateway, behind its Host, Origin and token checks.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { Writable } from 'node:stream'
-import { Server } from '@modelcontextprotocol/sdk/server/index.js'
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import { Readable, Writable } from 'node:stream'
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web'
+import { pipeline } from 'node:stream/promises'
 import {
-  CallToolRequestSchema,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
   type CallToolResult,
-} from '@modelcontextprotocol/sdk/types.js'
-import { inputSchema } from '../../shared/arguments.ts'
+  createMcpHandler,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+} from '@modelcontextprotocol/server'
+import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio'
 import { isRecord, messageOf } from '../../shared/errors.ts'
+import { bounded } from '../support/bounded-text.ts'
 import { ToolCallError } from '../trustgraph/request-client.ts'
 import type { ToolCaller } from '../trustgraph/tool-caller.ts'
 import { readJsonBody, requireJson } from './body.ts'
+import { refuseMessage } from './message-bounds.ts'
+import { describeTools, type McpToolSet } from './mcp-tools.ts'
 import { HttpError } from './responses.ts'
-import { bounded } from '../support/bounded-text.ts'
 import { jsonRpcLines } from './stdio-lines.ts'
 
 const SERVER_INFO = { name: 'toolbridge', version: '0.1.0' }
 
-/**
- * tools/call matched by its method only: the SDK's tools/call wrapper then
- * checks the params and answers bad ones with -32602 (invalid params); its
- * generic parse, with the full schema, would answer -32603.
- */
-const CALL_TOOL_METHOD_ONLY = CallToolRequestSchema.pick({ method: true }).loose()
+/** JSON-RPC's implementation-defined server error: a refusal that is not about the message itself. */
+const SERVER_ERROR = -32000
 
-export function createMcpServer(caller: ToolCaller): Server {
+export function createMcpServer(caller: ToolCaller, tools: McpToolSet): Server {
   const server = new Server(SERVER_INFO, { capabilities: { tools: {} } })
+  const outputSchemas = new Map(tools.list.map((tool) => [tool.name, tool.outputSchema]))
 
-  server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: [...caller.tools.values()].map(({ tool }) => ({
-      name: tool.name,
-      description: tool.description,
-      inputSchema: inputSchema(tool.arguments),
-    })),
-  }))
+  server.setRequestHandler('tools/list', () => ({ tools: tools.list }))
 
-  server.setRequestHandler(CALL_TOOL_METHOD_ONLY, async (unchecked, extra): Promise<CallToolResult> => {
-    const request = CallToolRequestSchema.parse(unchecked) // the SDK's tools/call wrapper has checked it already
+  server.setRequestHandler('tools/call', async (request, ctx): Promise<CallToolResult> => {
     const { name } = request.params
-    if (!caller.tools.has(name)) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${name}"`)
+    if (!caller.tools.has(name)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool "${name}"`)
     const args = request.params.arguments ?? {}
-    if (!isRecord(args)) throw new McpError(ErrorCode.InvalidParams, '"arguments" must be an object')
+    if (!isRecord(args)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, '"arguments" must be an object')
     const progressToken = request.params._meta?.progressToken
     let progress = 0
     const onChunk =
       progressToken === undefined
         ? undefined
         : (chunk: string) =>
-            void extra
-              .sendNotification({
+            void ctx.mcpReq
+              .notify({
                 method: 'notifications/progress',
                 params: { progressToken, progress: ++progress, message: chunk },
               })
               .catch(() => {}) // a client that went away still gets nothing; the call finishes regardless
     try {
-      // The SDK aborts extra.signal when the client goes away (the HTTP response closes).
-      const text = await caller.call(name, { arguments: args }, { onChunk, signal: extra.signal })
-      return { content: [{ type: 'text', text }] }
+      // The SDK aborts the signal on notifications/cancelled, and when the HTTP client goes away.
+      const text = await caller.call(name, { arguments: args }, { onChunk, signal: ctx.mcpReq.signal })
+      // The SDK shapes structured content for the client's era (2025 clients need an object).
+      return server.projectCallToolResult(tools.result(name, text), outputSchemas.get(name))
     } catch (err) {
       // Arguments no service could take (nested too deep): the request is at fault, not the tool.
       if (err instanceof ToolCallError && err.type === 'bad-request')
-        throw new McpError(ErrorCode.InvalidParams, bounded(err.message))
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, bounded(err.message))
       // A failed tool is a result the model can read, not a protocol error.
       const text = err instanceof ToolCallError ? `${err.type}: ${err.message}` : messageOf(err)
       return { content: [{ type: 'text', text: bounded(text) }], isError: true }
@@ -88,8 +84,8 @@ export function createMcpServer(caller: ToolCaller): Server {
   return server
 }
 
-/** JSON-RPC error codes per HTTP status of a refusal (the rest are the SDK's "connection closed"). */
-const CODE_BY_STATUS: Record<number, number> = { 400: ErrorCode.ParseError }
+/** JSON-RPC error codes per HTTP status of a refusal (the rest are server errors). */
+const CODE_BY_STATUS: Record<number, number> = { 400: ProtocolErrorCode.ParseError }
 
 export function jsonRpcError(
   res: ServerResponse,
@@ -101,7 +97,7 @@ export function jsonRpcError(
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(
     JSON.stringify({
       jsonrpc: '2.0',
-      error: { code: code ?? CODE_BY_STATUS[status] ?? ErrorCode.ConnectionClosed, message },
+      error: { code: code ?? CODE_BY_STATUS[status] ?? SERVER_ERROR, message },
       id: null,
     }),
   )
@@ -112,37 +108,41 @@ export interface McpHttpOptions {
   maxBodyBytes: number
 }
 
+/** The web Request the SDK's handler takes: the headers as sent, the body already read (passed on parsed). */
+function webRequest(req: IncomingMessage, signal: AbortSignal): Request {
+  const headers = new Headers()
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!)
+  return new Request(new URL(req.url ?? '/', 'http://mcp.invalid'), { method: 'POST', headers, signal })
+}
+
 /**
  * Serves Streamable HTTP at one path; resolves once the response is
  * complete. Refusals before the SDK sees the request are thrown as HttpError.
  */
 export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
+  const tools = describeTools([...caller.tools.values()].map((entry) => entry.tool))
+  const handler = createMcpHandler(() => createMcpServer(caller, tools), {
+    legacy: 'stateless',
+    maxRequestBodySize: options.maxBodyBytes,
+  })
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    // Stateless: no session to resume (GET) or end (DELETE).
+    // Stateless in both eras: no session to resume (GET) or end (DELETE).
     if (req.method !== 'POST')
       return jsonRpcError(res, 405, 'Method not allowed: this MCP endpoint is stateless, POST only', { allow: 'POST' })
     requireJson(req)
     const message = await readJsonBody(req, options.maxBodyBytes, undefined)
     if (message === undefined) throw new HttpError(400, 'Parse error: empty body')
-    if (Array.isArray(message)) {
-      return jsonRpcError(
-        res,
-        400,
-        'Invalid Request: JSON-RPC batches are not supported; send one message per request',
-        {},
-        ErrorCode.InvalidRequest,
-      )
-    }
-    const server = createMcpServer(caller)
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
-    const done = new Promise<void>((resolve) => res.once('close', resolve))
-    res.once('close', () => {
-      void transport.close()
-      void server.close()
-    })
-    await server.connect(transport)
-    await transport.handleRequest(req, res, message)
-    await done
+    const refusal = refuseMessage(message)
+    if (refusal) return jsonRpcError(res, 400, refusal.message, {}, refusal.code)
+    const gone = new AbortController()
+    res.once('close', () => gone.abort())
+    const response = await handler.fetch(webRequest(req, gone.signal), { parsedBody: message })
+    const headers: Record<string, string> = {}
+    response.headers.forEach((value, name) => void (headers[name] = value))
+    res.writeHead(response.status, headers)
+    if (!response.body) return void res.end()
+    // A stream the client stopped reading ends here; the SDK has its abort already.
+    await pipeline(Readable.fromWeb(response.body as NodeReadableStream), res).catch(() => {})
   }
 }
 
@@ -158,15 +158,16 @@ export async function serveMcpStdio(caller: ToolCaller): Promise<void> {
   ) => boolean
   const protocolOut = new Writable({ write: (chunk: Uint8Array, _encoding, callback) => void write(chunk, callback) })
   process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write
-  const server = createMcpServer(caller)
-  const closed = new Promise<void>((resolve) => (server.onclose = resolve))
   const ended = new Promise<void>((resolve) => process.stdin.once('end', resolve))
   // Lines the SDK would drop silently (not JSON) or stop on (too long) get a JSON-RPC error instead.
   const lines = jsonRpcLines(
     process.stdin,
     (error) => void protocolOut.write(JSON.stringify({ jsonrpc: '2.0', error, id: null }) + '\n'),
   )
-  await server.connect(new StdioServerTransport(lines, protocolOut))
-  await Promise.race([closed, ended])
-  await server.close()
+  const tools = describeTools([...caller.tools.values()].map((entry) => entry.tool))
+  const handle = serveStdio(() => createMcpServer(caller, tools), {
+    transport: new StdioServerTransport(lines, protocolOut),
+  })
+  await ended
+  await handle.close()
 }

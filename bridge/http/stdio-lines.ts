@@ -3,11 +3,12 @@
  * them: the SDK drops a line that is not JSON without a word, and closes
  * the connection on one longer than its buffer. Here such a line gets a
  * JSON-RPC error (-32700 parse error, -32600 for what is JSON but not one
- * JSON-RPC message) and the session goes on; good lines pass unchanged.
+ * JSON-RPC message, a batch, or nested too deep: message-bounds.ts) and the
+ * session goes on; good lines pass unchanged.
  */
 import { Readable } from 'node:stream'
-import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js'
-import { ErrorCode, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js'
+import { parseJSONRPCMessage, ProtocolErrorCode, STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/server'
+import { refuseMessage } from './message-bounds.ts'
 
 /** A line the SDK's buffer can hold with its newline. */
 export const MAX_LINE_BYTES = STDIO_DEFAULT_MAX_BUFFER_SIZE - 1
@@ -24,12 +25,15 @@ function check(line: Buffer): LineError | undefined {
   try {
     message = JSON.parse(line.toString('utf8'))
   } catch {
-    return { code: ErrorCode.ParseError, message: 'Parse error: the line is not JSON' }
+    return { code: ProtocolErrorCode.ParseError, message: 'Parse error: the line is not JSON' }
   }
-  if (Array.isArray(message))
-    return { code: ErrorCode.InvalidRequest, message: 'Invalid Request: JSON-RPC batches are not supported' }
-  if (!JSONRPCMessageSchema.safeParse(message).success)
-    return { code: ErrorCode.InvalidRequest, message: 'Invalid Request: not a JSON-RPC message' }
+  const refusal = refuseMessage(message)
+  if (refusal) return refusal
+  try {
+    parseJSONRPCMessage(message)
+  } catch {
+    return { code: ProtocolErrorCode.InvalidRequest, message: 'Invalid Request: not a JSON-RPC message' }
+  }
   return undefined
 }
 
@@ -60,7 +64,7 @@ export function jsonRpcLines(input: Readable, onRefused: (error: LineError) => v
       pending = []
       pendingBytes = 0
       if (line.length > MAX_LINE_BYTES)
-        onRefused({ code: ErrorCode.ParseError, message: `Parse error: line over ${MAX_LINE_BYTES} bytes` })
+        onRefused({ code: ProtocolErrorCode.ParseError, message: `Parse error: line over ${MAX_LINE_BYTES} bytes` })
       else take(line)
     }
     if (skipping || start === data.length) return
@@ -68,7 +72,7 @@ export function jsonRpcLines(input: Readable, onRefused: (error: LineError) => v
     pendingBytes += data.length - start
     if (pendingBytes > MAX_LINE_BYTES) {
       // Refused now: holding the rest of a line this long would only fill memory.
-      onRefused({ code: ErrorCode.ParseError, message: `Parse error: line over ${MAX_LINE_BYTES} bytes` })
+      onRefused({ code: ProtocolErrorCode.ParseError, message: `Parse error: line over ${MAX_LINE_BYTES} bytes` })
       pending = []
       pendingBytes = 0
       skipping = true

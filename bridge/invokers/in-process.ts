@@ -40,7 +40,7 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
     }
   }
 
-  async invoke({ target, event, onChunk }: Invocation<HandlerLocation>): Promise<Outcome> {
+  async invoke({ target, event, onChunk, signal }: Invocation<HandlerLocation>): Promise<Outcome> {
     let handler: LambdaHandler
     try {
       handler = await this.handlerFor(target)
@@ -71,8 +71,10 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
           }),
         target.timeoutMs,
       )
-      const context = lambdaContext(target.functionName, randomUUID(), target.timeoutMs)
-      const run = { maxStreamBytes: this.maxStreamBytes, signal: over.signal }
+      // Over when it ends or times out, and when its caller cancels it.
+      const stop = signal ? AbortSignal.any([over.signal, signal]) : over.signal
+      const context = lambdaContext(target.functionName, randomUUID(), target.timeoutMs, stop)
+      const run = { maxStreamBytes: this.maxStreamBytes, signal: stop }
       runHandler(
         handler,
         event,

@@ -34,6 +34,8 @@ export interface Invocation<L extends FunctionLocation = FunctionLocation> {
   event: unknown
   /** Called once per streamed chunk, in order, as the function produces it. */
   onChunk: (text: string) => void
+  /** Aborted when the caller cancels: the function reads it as `context.signal`; its answer still goes out. */
+  signal?: AbortSignal | undefined
 }
 
 /** How every invocation ends, as data: the bridge turns it into messages. */

@@ -193,7 +193,7 @@ export class LambdaInvoker implements Invoker<OnLambda> {
     }
   }
 
-  async invoke({ target, event, onChunk }: Invocation<OnLambda>): Promise<Outcome> {
+  async invoke({ target, event, onChunk, signal }: Invocation<OnLambda>): Promise<Outcome> {
     const { lambdaName } = target.location
     const payload = Buffer.from(JSON.stringify(event))
     if (payload.byteLength > LAMBDA_MAX_REQUEST_BYTES) {
@@ -217,16 +217,23 @@ export class LambdaInvoker implements Invoker<OnLambda> {
           this.inFlight.add(controller)
           // One timer per attempt, cleared when it ends, rather than an AbortSignal.timeout left pending.
           const timer = setTimeout(() => controller.abort('timeout'), target.timeoutMs)
+          // A caller that cancels stops the wait; the call is abandoned, never retried (it may still run on Lambda).
+          const cancel = () => controller.abort('cancelled')
+          if (signal?.aborted) cancel()
+          else signal?.addEventListener('abort', cancel, { once: true })
           try {
             return await this.callOnce(target, payload, controller.signal, forward)
           } catch (error) {
             if (controller.signal.aborted) {
+              const reason = controller.signal.reason
               return bail(
-                controller.signal.reason === 'timeout'
+                reason === 'timeout'
                   ? new ToolbridgeError('timeout', `function "${lambdaName}" timed out after ${target.timeoutMs} ms`)
                   : new ToolbridgeError(
                       'unavailable',
-                      `the call to "${lambdaName}" was cut short: the bridge is closing`,
+                      reason === 'cancelled'
+                        ? `the call to "${lambdaName}" was cancelled by its caller and abandoned`
+                        : `the call to "${lambdaName}" was cut short: the bridge is closing`,
                     ),
               )
             }
@@ -267,10 +274,12 @@ export class LambdaInvoker implements Invoker<OnLambda> {
             throw new RetryableAttempt(failure.message, { cause: error, retryAfterMs: failure.retryAfterMs })
           } finally {
             clearTimeout(timer)
+            signal?.removeEventListener('abort', cancel)
             this.inFlight.delete(controller)
           }
         },
         {
+          signal, // no next attempt for a caller that cancelled while it waited
           onRetry: (error, retryCount, waitMs) =>
             this.logger.warn(
               { fn: lambdaName, retry: retryCount + 1, inMs: waitMs, err: messageOf(error) },

@@ -136,11 +136,23 @@ class Environment {
   }
 
   /** Runs one invocation in this worker; the pool reserved its place. */
-  run(event: unknown, onChunk: (text: string) => void): Promise<Outcome> {
+  run(event: unknown, onChunk: (text: string) => void, signal?: AbortSignal): Promise<Outcome> {
     const id = ++nextCallId
     const { timeoutMs, perWorker } = this.options
     return new Promise<Outcome>((resolve) => {
-      this.calls.set(id, { deadline: performance.now() + timeoutMs, finish: resolve, onChunk })
+      // The caller cancelled: the worker aborts the handler's context.signal; the call still ends and
+      // answers. Posted a turn later, so that it follows the invocation's own message (flush).
+      const abort = () =>
+        setImmediate(() => {
+          if (this.calls.has(id) && !this.dead) this.post({ type: 'abort', id })
+        })
+      const finish = (outcome: Outcome) => {
+        signal?.removeEventListener('abort', abort)
+        resolve(outcome)
+      }
+      if (signal?.aborted) abort()
+      else signal?.addEventListener('abort', abort, { once: true })
+      this.calls.set(id, { deadline: performance.now() + timeoutMs, finish, onChunk })
       this.armTimeout()
       const call: WorkerCall = { id, requestId: randomUUID(), timeoutMs, event }
       if (perWorker === 1) return this.post({ type: 'invoke', calls: [call] })
@@ -609,7 +621,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
     return loadError
   }
 
-  async invoke({ target, event, onChunk }: Invocation<HandlerLocation>): Promise<Outcome> {
+  async invoke({ target, event, onChunk, signal }: Invocation<HandlerLocation>): Promise<Outcome> {
     const pool = this.poolFor(target)
     for (;;) {
       const env = await pool.acquire()
@@ -623,7 +635,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
         }
       }
       // It may have ended between being handed out and now (its other invocation crashed it): take another.
-      if (!env.dead) return env.run(event, onChunk)
+      if (!env.dead) return env.run(event, onChunk, signal)
     }
   }
 
@@ -697,5 +709,4 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
       (hooks) => new Environment(options, hooks),
     )
   }
-
 }

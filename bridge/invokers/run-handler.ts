@@ -16,6 +16,8 @@ export interface LambdaContext {
   awsRequestId: string
   callbackWaitsForEmptyEventLoop: boolean
   getRemainingTimeInMillis(): number
+  /** toolbridge's own: aborted when the caller cancels the call or its time is up, so the handler can stop. */
+  signal: AbortSignal
 }
 
 const EXTENSIONS = ['.ts', '.mts', '.mjs', '.js', '.cjs']
@@ -65,13 +67,22 @@ export async function loadHandler(baseDir: string, handler: string): Promise<Lam
   return fn as LambdaHandler
 }
 
-export function lambdaContext(functionName: string, requestId: string, timeoutMs: number): LambdaContext {
+/** For a context nobody cancels (a direct call, as in the benchmarks' baselines). */
+const NEVER_ABORTED = new AbortController().signal
+
+export function lambdaContext(
+  functionName: string,
+  requestId: string,
+  timeoutMs: number,
+  signal: AbortSignal = NEVER_ABORTED,
+): LambdaContext {
   const deadline = Date.now() + timeoutMs
   return {
     functionName,
     awsRequestId: requestId,
     callbackWaitsForEmptyEventLoop: true,
     getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    signal,
   }
 }
 

@@ -33,6 +33,8 @@ export type ToWorker =
   | { type: 'invoke'; calls: WorkerCall[] }
   /** The main thread took one chunk message of this invocation (chunk-credit.ts). */
   | { type: 'credit'; id: number }
+  /** The caller cancelled this invocation: its context's signal aborts; it still ends and answers. */
+  | { type: 'abort'; id: number }
   /** These invocations timed out and were answered: stop their streams, drop their results, confirm. */
   | { type: 'cancel'; ids: number[] }
 

@@ -78,7 +78,8 @@ async function invoke(call: WorkerCall): Promise<void> {
     abort: new AbortController(),
   }
   active.set(id, running)
-  const context = lambdaContext(setup.functionName, call.requestId, call.timeoutMs)
+  // Aborted when the caller cancels, and when the main thread gives the invocation up.
+  const context = lambdaContext(setup.functionName, call.requestId, call.timeoutMs, running.abort.signal)
   let end: InvocationEnd
   try {
     const text = await runHandler(handler, call.event, context, (chunk) => running.chunks.send(chunk), {
@@ -104,6 +105,11 @@ port.on('message', (posted: Posted<ToWorker>) => {
       return
     case 'credit':
       return active.get(message.id)?.chunks.credited()
+    case 'abort': {
+      const running = active.get(message.id)
+      running?.abort.abort()
+      return running?.chunks.credited() // a stream waiting for credit wakes up and sees the abort
+    }
     case 'cancel':
       for (const id of message.ids) {
         const running = active.get(id)

@@ -33,6 +33,8 @@ export interface Settings {
   mcpToken: string | undefined
   /** Bearer token the gateway's /tools (and /mcp, without mcpToken) requires; undefined: none. */
   httpToken: string | undefined
+  /** /mcp takes OAuth access tokens of this issuer instead of a static token (bridge/http/oauth.ts); undefined: not. */
+  mcpOAuth: McpOAuthSettings | undefined
   limits: Limits
   /** How many worker threads each function keeps (the `local` invoker). */
   workers: WorkerPoolSettings
@@ -65,6 +67,20 @@ export const DEFAULT_MAX_AGE_SECONDS = 600
 export const DEFAULT_ANSWERED_MEMORY_SIZE = 10_000
 /** As long as a request can still be invoked: a redelivery later than that is expired anyway. */
 export const DEFAULT_ANSWERED_MEMORY_TTL_SECONDS = DEFAULT_MAX_AGE_SECONDS
+
+/** /mcp as an OAuth resource server: `--mcp-auth oauth`. */
+export interface McpOAuthSettings {
+  /** The authorization server's issuer identifier (`iss` of its tokens). */
+  issuer: string
+  /** This resource's identifier, as tokens name it in `aud`: the public URL of /mcp. */
+  audience: string
+  /** Scopes every token must carry; none: any token of the issuer for this audience. */
+  scopes: string[]
+  /** The issuer's key set; undefined: the `jwks_uri` of its metadata. */
+  jwksUrl: string | undefined
+}
+
+export const MCP_AUTH_KINDS = ['token', 'oauth'] as const
 
 /** What one bridge takes on at most (each has a flag). */
 export interface Limits {
@@ -148,6 +164,11 @@ export interface SettingFlags {
   workspace?: string
   mcpToken?: string
   httpToken?: string
+  mcpAuth?: string
+  mcpIssuer?: string
+  mcpAudience?: string
+  mcpScopes?: string
+  mcpJwksUrl?: string
   maxRequestBytes?: string
   maxStreamBytes?: string
   maxInFlight?: string
@@ -293,6 +314,33 @@ function resolveDeliveryDefaults(flags: SettingFlags, env: Env): DeliveryDefault
   }
 }
 
+/** `--mcp-auth oauth` and what it needs; the OAuth flags without it, or with a static /mcp token, are refused. */
+function resolveMcpOAuth(flags: SettingFlags, env: Env): McpOAuthSettings | undefined {
+  const kind = oneOf('--mcp-auth', flags.mcpAuth ?? (env.TOOLBRIDGE_MCP_AUTH || 'token'), MCP_AUTH_KINDS)
+  const given = {
+    '--mcp-issuer': flags.mcpIssuer ?? (env.TOOLBRIDGE_MCP_ISSUER || undefined),
+    '--mcp-audience': flags.mcpAudience ?? (env.TOOLBRIDGE_MCP_AUDIENCE || undefined),
+    '--mcp-scopes': flags.mcpScopes ?? (env.TOOLBRIDGE_MCP_SCOPES || undefined),
+    '--mcp-jwks-url': flags.mcpJwksUrl ?? (env.TOOLBRIDGE_MCP_JWKS_URL || undefined),
+  }
+  if (kind === 'token') {
+    const stray = Object.entries(given).find(([, value]) => value !== undefined)
+    if (stray) throw new UsageError(stray[0], 'takes effect only with --mcp-auth oauth')
+    return undefined
+  }
+  if (flags.mcpToken ?? env.TOOLBRIDGE_MCP_TOKEN)
+    throw new UsageError('--mcp-token', 'cannot be used with --mcp-auth oauth: /mcp takes OAuth access tokens then')
+  for (const flag of ['--mcp-issuer', '--mcp-audience'] as const)
+    if (given[flag] === undefined) throw new UsageError(flag, 'is required with --mcp-auth oauth')
+  const jwksUrl = given['--mcp-jwks-url']
+  return {
+    issuer: httpUrl('--mcp-issuer', given['--mcp-issuer']!),
+    audience: httpUrl('--mcp-audience', given['--mcp-audience']!),
+    scopes: (given['--mcp-scopes'] ?? '').split(/[\s,]+/).filter((scope) => scope !== ''),
+    jwksUrl: jwksUrl === undefined ? undefined : httpUrl('--mcp-jwks-url', jwksUrl),
+  }
+}
+
 /** Refuses services whose `concurrency` adds up to more than the in-flight cap, naming them. */
 export function checkInFlightCap(services: ToolServiceSpec[], limits: Limits): void {
   const total = services.reduce((sum, s) => sum + s.concurrency, 0)
@@ -332,6 +380,7 @@ export function resolveSettings(
     workspace: nonEmpty('--workspace', flags.workspace ?? env.TOOLBRIDGE_WORKSPACE ?? DEFAULT_WORKSPACE),
     mcpToken: flags.mcpToken ?? (env.TOOLBRIDGE_MCP_TOKEN || undefined),
     httpToken: flags.httpToken ?? (env.TOOLBRIDGE_HTTP_TOKEN || undefined),
+    mcpOAuth: resolveMcpOAuth(flags, env),
     limits: resolveLimits(flags, env),
     workers: resolveWorkerPool(flags, env),
     gateway: resolveGatewaySettings(flags, env),

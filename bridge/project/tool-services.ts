@@ -31,11 +31,25 @@ export interface ArgumentSpec {
   required: boolean
 }
 
+/** MCP's behaviour hints, as declared: a hint left out is absent here. */
+export interface ToolHints {
+  readOnlyHint?: boolean
+  destructiveHint?: boolean
+  idempotentHint?: boolean
+  openWorldHint?: boolean
+}
+
 export interface ToolSpec {
   name: string
+  /** A name for people; MCP only. */
+  title?: string
   description: string
   config: Record<string, string | number | boolean>
   arguments: ArgumentSpec[]
+  /** MCP only. */
+  annotations: ToolHints
+  /** JSON Schema of the answer, which is then JSON; MCP only. */
+  output?: Record<string, unknown>
 }
 
 export interface ToolServiceSpec {
@@ -168,7 +182,10 @@ interface ToolServiceBlock {
 
 interface ToolBlock {
   name: string
+  title?: string
   description: string
+  annotations?: ToolHints
+  output?: Record<string, unknown>
   config?: Record<string, string | number | boolean>
   arguments?: { name: string; type: ArgumentType; description: string; required?: boolean }[]
 }
@@ -529,7 +546,15 @@ function readTool(path: string, tool: ToolBlock, configParams: ConfigParam[]): T
     if (seen.has(a.name)) throw new ConfigError(`${path}.arguments[${i}].name`, `duplicate argument "${a.name}"`)
     seen.add(a.name)
   })
-  return { name: tool.name, description: tool.description, config, arguments: args }
+  return {
+    name: tool.name,
+    ...(tool.title === undefined ? {} : { title: tool.title }),
+    description: tool.description,
+    config,
+    arguments: args,
+    annotations: tool.annotations ?? {},
+    ...(tool.output === undefined ? {} : { output: tool.output }),
+  }
 }
 
 /** Where a spec's block is in serverless.yml: only a function of its own has a handler. */

@@ -4,6 +4,7 @@
  * responses matched by `id`, the first message resolving a plain call and
  * chunks concatenated until `end_of_stream` for a streaming one.
  */
+import { cancelCall } from '../support/cancellations.ts'
 import { randomUUID } from 'node:crypto'
 import { isToolbridgeError, ToolbridgeError } from '../../shared/errors.ts'
 import {
@@ -139,6 +140,7 @@ export class RequestClient {
       const onAbort = () => {
         pending.dropChunks = true
         pending.chunks = []
+        cancelCall(id) // a bridge in this process tells the function
       }
       const done = () => (clearTimeout(timer), signal?.removeEventListener('abort', onAbort))
       this.slots[slot] = pending
