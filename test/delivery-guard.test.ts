@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import { DEAD_LETTER_PREFIX } from '../bridge/core/dead-letters.ts'
-import { ANSWERED_MEMORY_MAX_BYTES, createDeliveryGuard } from '../bridge/core/delivery-guard.ts'
+import {
+  ANSWERED_MEMORY_MAX_BYTES,
+  createDeliveryGuard,
+  REMEMBERED_ANSWER_MAX_BYTES,
+  type Ticket,
+} from '../bridge/core/delivery-guard.ts'
 import type { DeliveryDefaults } from '../bridge/project/settings.ts'
 import { readToolServices } from '../bridge/project/tool-services.ts'
 import type { Delivery, Properties } from '../bridge/transports/transport.ts'
@@ -26,6 +31,12 @@ function spec(extra: Record<string, unknown> = {}) {
 function delivery(id: string | undefined, body = 'body', timestamp?: number): Delivery {
   const properties: Properties = id === undefined ? {} : { id }
   return { body: Buffer.from(body), properties, redelivered: false, timestamp, ack() {}, nack() {} }
+}
+
+/** What the bridge does with a ticket: records each message published, then remembers the answer. */
+function keep(ticket: Ticket, messages: Buffer[]) {
+  for (const message of messages) ticket.record(message)
+  ticket.remember()
 }
 
 function setup(extra: Record<string, unknown> = {}, defaults: Partial<DeliveryDefaults> = {}) {
@@ -75,7 +86,7 @@ describe('the delivery guard', () => {
   it('remembers an answer for the same id and body only, for the TTL', () => {
     const { guard, advance } = setup({ answeredMemory: { ttl: 5 } })
     const answer = [Buffer.from('one'), Buffer.from('two')]
-    guard.ticket(delivery('a', 'x')).remember(answer)
+    keep(guard.ticket(delivery('a', 'x')), answer)
     expect(guard.ticket(delivery('a', 'x')).remembered).toStrictEqual(answer)
     expect(guard.ticket(delivery('a', 'y')).remembered).toBeUndefined()
     expect(guard.ticket(delivery('b', 'x')).remembered).toBeUndefined()
@@ -89,14 +100,24 @@ describe('the delivery guard', () => {
     expect(ANSWERED_MEMORY_MAX_BYTES).toBe(64 * 1024 * 1024)
     const { guard } = setup()
     const answer = Array.from({ length: 10 }, () => Buffer.alloc(50_000, 'x'))
-    guard.ticket(delivery('big')).remember(answer)
+    keep(guard.ticket(delivery('big')), answer)
     expect(guard.ticket(delivery('big')).remembered).toStrictEqual(answer)
+  })
+
+  it('keeps no answer larger than 4 MiB: a stream held whole while it lasts could be endless', () => {
+    expect(REMEMBERED_ANSWER_MAX_BYTES).toBe(4 * 1024 * 1024)
+    const { guard } = setup()
+    const fits = [Buffer.alloc(REMEMBERED_ANSWER_MAX_BYTES - 1), Buffer.alloc(1)]
+    keep(guard.ticket(delivery('fits')), fits)
+    expect(guard.ticket(delivery('fits')).remembered).toStrictEqual(fits)
+    keep(guard.ticket(delivery('over')), [...fits, Buffer.alloc(1)])
+    expect(guard.ticket(delivery('over')).remembered).toBeUndefined()
   })
 
   it("holds the bridge's default number of answers when the service sets none", () => {
     const { guard } = setup({}, { answeredMemorySize: 1 })
-    guard.ticket(delivery('a')).remember([Buffer.from('A')])
-    guard.ticket(delivery('b')).remember([Buffer.from('B')])
+    keep(guard.ticket(delivery('a')), [Buffer.from('A')])
+    keep(guard.ticket(delivery('b')), [Buffer.from('B')])
     expect(guard.ticket(delivery('a')).remembered).toBeUndefined()
     expect(guard.ticket(delivery('b')).remembered).toStrictEqual([Buffer.from('B')])
   })
@@ -104,7 +125,7 @@ describe('the delivery guard', () => {
   it('an idempotent service, or a memory of size 0, remembers nothing', () => {
     for (const extra of [{ idempotent: true }, { answeredMemory: { size: 0 } }]) {
       const { guard } = setup(extra)
-      guard.ticket(delivery('a')).remember([Buffer.from('x')])
+      keep(guard.ticket(delivery('a')), [Buffer.from('x')])
       expect(guard.ticket(delivery('a')).remembered).toBeUndefined()
     }
   })

@@ -168,11 +168,10 @@ export function createBridge(options: BridgeOptions): Bridge {
     const taken = take(served, delivery, ticket)
     metrics.received(taken.tool, delivery.redelivered)
     const properties = { [ID_PROPERTY]: id }
-    const published: Uint8Array[] = []
     const responder = createResponder(
       spec.response,
       (body) => {
-        published.push(body)
+        ticket.record(body)
         return transport.publish(spec.responseQueue, body, properties)
       },
       transport.maxMessageBytes,
@@ -195,7 +194,7 @@ export function createBridge(options: BridgeOptions): Bridge {
       // A `single` answer too large for one message went out as an error.
       if (outcome.ok && !sent.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: sent.kind }, sent.message)
       metrics.answered(taken.tool, sent.ok ? undefined : sent.kind, (performance.now() - started) / 1000)
-      ticket.remember(published)
+      ticket.remember()
       if (!sent.ok) {
         // Without an id nobody can read the answer: such a request is kept for a person like one never answered.
         const unanswerable = !delivery.properties[ID_PROPERTY]

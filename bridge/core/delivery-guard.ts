@@ -18,6 +18,11 @@ import { expiry, judgeAge } from './request-age.ts'
 
 /** Bytes of answers one service remembers at most, whatever its `answeredMemory.size`. */
 export const ANSWERED_MEMORY_MAX_BYTES = 64 * 1024 * 1024
+/**
+ * An answer larger than this is not kept (redelivered, it runs again): each request in flight holds
+ * its answer while it streams, and a stream may never end.
+ */
+export const REMEMBERED_ANSWER_MAX_BYTES = 4 * 1024 * 1024
 /** Requests whose first sighting (for the age of those without a broker timestamp) and attempts are remembered. */
 const SIGHTINGS = 10_000
 
@@ -33,8 +38,10 @@ export interface Ticket {
   readonly expired: Refusal | undefined
   /** Why the broker's timestamp was not believed, if it was not (worth a log line). */
   readonly distrusted: string | undefined
-  /** Keeps the messages published as this request's answer (nothing when the service is idempotent). */
-  remember(messages: AnswerMessages): void
+  /** Notes one message published as this request's answer, while the answer is small enough to keep. */
+  record(message: Uint8Array): void
+  /** Keeps the answer recorded (nothing when the service is idempotent or the answer too large). */
+  remember(): void
   /** Whether an error answer of this kind is also copied to the dead-letter queue. */
   keeps(kind: ErrorKind): boolean
   /** Writes the request to the dead-letter queue; false when the service has none. Rejects when it cannot be written. */
@@ -80,12 +87,20 @@ export function createDeliveryGuard(
       seen.attempts++
       if (key !== undefined) sightings.set(key, seen, seen.firstSeen)
       const judged = judgeAge(delivery.timestamp, seen.firstSeen, at)
+      let recorded: Uint8Array[] | undefined = key === undefined || own.idempotent ? undefined : []
+      let recordedBytes = 0
       return {
         remembered,
         expired: expiry(judged, maxAgeMs),
         distrusted: judged.distrusted,
-        remember(messages) {
-          if (key !== undefined) answered.remember(key, messages, now())
+        record(message) {
+          if (recorded === undefined) return
+          recordedBytes += message.byteLength
+          if (recordedBytes > REMEMBERED_ANSWER_MAX_BYTES) recorded = undefined
+          else recorded.push(message)
+        },
+        remember() {
+          if (key !== undefined && recorded !== undefined) answered.remember(key, recorded, now())
         },
         keeps: (kind) => kept.has(kind),
         async deadLetter(reason) {
