@@ -22,6 +22,7 @@ const LAYERS: [place: string, layer: number][] = [
   ['bridge/project', 2],
   ['bridge/invokers', 3],
   ['bridge/transports', 3],
+  ['bridge/tracing', 3.5], // uses invokers' and transports' types; the core uses it
   ['bridge/core', 4],
   ['bridge/trustgraph', 4],
   ['bridge/http', 5],

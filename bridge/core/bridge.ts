@@ -12,7 +12,8 @@ import { LinkedList } from '../support/linked-list.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
 import { compileRequestCheck, compileToolIdentifier, type RequestCheck } from './request-checks.ts'
 import { noMetrics, type BridgeMetrics, type ServiceMetrics } from '../support/metrics.ts'
-import { createResponder } from './responders.ts'
+import { createResponder, type Publish } from './responders.ts'
+import type { RequestTrace, Tracing } from '../tracing/tracing.ts'
 import type { Consumer, Delivery, Transport } from '../transports/transport.ts'
 
 export interface BridgeOptions {
@@ -27,6 +28,8 @@ export interface BridgeOptions {
   metrics?: BridgeMetrics
   /** Applied to every error message before it goes on the wire (host paths out: bridge/support/host-paths.ts). */
   scrubErrorMessage?: (message: string) => string
+  /** Spans for each request, its invocation and its answers (bridge/tracing); absent when tracing is off. */
+  tracing?: Tracing | undefined
 }
 
 export interface Bridge {
@@ -64,6 +67,7 @@ export function createBridge(options: BridgeOptions): Bridge {
   const maxRequestBytes = options.maxRequestBytes ?? transport.maxMessageBytes
   const metrics = options.metrics ?? noMetrics
   const scrub = options.scrubErrorMessage
+  const tracing = options.tracing
   let serving = false
   /** Services whose function could not load at start and has not answered since. */
   const unloadable = new Set<string>()
@@ -106,9 +110,18 @@ export function createBridge(options: BridgeOptions): Bridge {
     }
   }
 
-  async function invoke(served: Served, event: unknown, onChunk: (text: string) => void): Promise<Outcome> {
+  async function invoke(
+    served: Served,
+    event: unknown,
+    onChunk: (text: string) => void,
+    trace: RequestTrace | undefined,
+  ): Promise<Outcome> {
+    const invocation = { target: served.spec, event, onChunk }
     try {
-      return served.shape.answer(await invoker.invoke({ target: served.spec, event, onChunk }))
+      const outcome = await (trace === undefined
+        ? invoker.invoke(invocation)
+        : trace.invoke(served.spec, (context) => invoker.invoke({ ...invocation, trace: context })))
+      return served.shape.answer(outcome)
     } catch (err) {
       return unexpected(served, err)
     }
@@ -130,14 +143,25 @@ export function createBridge(options: BridgeOptions): Bridge {
     }
     const entry = inFlight.push(() => settle('nack'))
     metrics.inFlight(1)
+    const trace = tracing?.request({
+      system: transport.kind,
+      queue: spec.requestQueue,
+      subscription: requestSubscription(spec.id),
+      id,
+      properties: delivery.properties,
+      bodyBytes: delivery.body.byteLength,
+    })
     const taken = take(served, delivery)
     metrics.received(taken.tool, delivery.redelivered)
     const properties = { [ID_PROPERTY]: id }
-    const responder = createResponder(
-      spec.response,
-      (body) => transport.publish(spec.responseQueue, body, properties),
-      transport.maxMessageBytes,
-    )
+    const publish: Publish =
+      trace === undefined
+        ? (body) => transport.publish(spec.responseQueue, body, properties)
+        : (body, last) =>
+            trace.send(spec.responseQueue, properties, last, (traced) =>
+              transport.publish(spec.responseQueue, body, traced),
+            )
+    const responder = createResponder(spec.response, publish, transport.maxMessageBytes)
     try {
       // Once given back (drain timeout), another consumer answers it: publish nothing more.
       const onChunk = (text: string) => {
@@ -145,9 +169,12 @@ export function createBridge(options: BridgeOptions): Bridge {
         responder.chunk(text)
         metrics.chunkPublished()
       }
-      const outcome = taken.refused ?? (await invoke(served, taken.event, onChunk))
+      const outcome = taken.refused ?? (await invoke(served, taken.event, onChunk, trace))
       if (outcome.ok) unloadable.delete(spec.id)
-      if (settled) return
+      if (settled) {
+        trace?.unanswered(taken.tool, 'given back to the broker when the drain timed out')
+        return
+      }
       if (!outcome.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: outcome.kind }, outcome.message)
       const sent = await responder.finish(
         outcome.ok || !scrub ? outcome : { ...outcome, message: scrub(outcome.message) },
@@ -155,8 +182,10 @@ export function createBridge(options: BridgeOptions): Bridge {
       // A `single` answer too large for one message went out as an error.
       if (outcome.ok && !sent.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: sent.kind }, sent.message)
       metrics.answered(taken.tool, sent.ok ? undefined : sent.kind, (performance.now() - started) / 1000)
+      trace?.answered(taken.tool, sent)
       settle('ack')
     } catch (err) {
+      trace?.unanswered(taken.tool, messageOf(err))
       if (isToolbridgeError(err) && !err.retriable) {
         // It would fail the same way on every redelivery: drop it rather than loop.
         logger.error(

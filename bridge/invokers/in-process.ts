@@ -40,7 +40,7 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
     }
   }
 
-  async invoke({ target, event, onChunk }: Invocation<HandlerLocation>): Promise<Outcome> {
+  async invoke({ target, event, onChunk, trace }: Invocation<HandlerLocation>): Promise<Outcome> {
     let handler: LambdaHandler
     try {
       handler = await this.handlerFor(target)
@@ -71,7 +71,9 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
           }),
         target.timeoutMs,
       )
-      const context = lambdaContext(target.functionName, randomUUID(), target.timeoutMs)
+      const requestId = randomUUID()
+      trace?.observed({ invocationId: requestId })
+      const context = lambdaContext(target.functionName, requestId, target.timeoutMs, trace?.headers)
       const run = { maxStreamBytes: this.maxStreamBytes, signal: over.signal }
       runHandler(
         handler,

@@ -29,6 +29,16 @@ export interface Invocation<L extends FunctionLocation = FunctionLocation> {
   event: unknown
   /** Called once per streamed chunk, in order, as the function produces it. */
   onChunk: (text: string) => void
+  /** Present only when tracing is on (bridge/tracing). */
+  trace?: InvocationTrace | undefined
+}
+
+/** The trace context a function is given, and what its invoker tells the trace about the call. */
+export interface InvocationTrace {
+  /** `traceparent`, and `tracestate` and `baggage` when the caller sent them: the invocation span's context. */
+  readonly headers: Readonly<Record<string, string>>
+  /** What only the invoker knows: the platform's id of this invocation, whether it started a new environment. */
+  observed(facts: { invocationId?: string; coldStart?: boolean }): void
 }
 
 /** How every invocation ends, as data: the bridge turns it into messages. */

@@ -21,7 +21,14 @@ import {
 import type { HandlerLocation } from '../project/tool-services.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
 import { functionEnvironment } from './function-environment.ts'
-import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
+import {
+  functionError,
+  type FunctionTarget,
+  type Invocation,
+  type InvocationTrace,
+  type Invoker,
+  type Outcome,
+} from './invoker.ts'
 import { DEFAULT_MAX_STREAM_BYTES } from './run-handler.ts'
 import type { FromWorker, ToWorker, WorkerSetup } from './worker.ts'
 
@@ -345,7 +352,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
     return loadError
   }
 
-  async invoke({ target, event, onChunk }: Invocation<HandlerLocation>): Promise<Outcome> {
+  async invoke({ target, event, onChunk, trace }: Invocation<HandlerLocation>): Promise<Outcome> {
     const pool = this.poolFor(target)
     const env = await pool.acquire()
     const loadError = await env.ready
@@ -373,8 +380,18 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
       const running: Running = { finish, onChunk }
       env.running = running
       const message: ToWorker = { type: 'invoke', requestId: randomUUID(), timeoutMs: target.timeoutMs, event }
+      if (trace !== undefined) this.traceInto(message, env, trace)
       env.worker.postMessage(message)
     })
+  }
+
+  /** Environments that have run an invocation: the first one in each is a cold start. */
+  private readonly invoked = new WeakSet<Environment>()
+
+  private traceInto(message: Extract<ToWorker, { type: 'invoke' }>, env: Environment, trace: InvocationTrace): void {
+    message.traceHeaders = trace.headers
+    trace.observed({ invocationId: message.requestId, coldStart: !this.invoked.has(env) })
+    this.invoked.add(env)
   }
 
   /** Worker threads a function has now, starting or started. */

@@ -16,6 +16,12 @@ export interface LambdaContext {
   awsRequestId: string
   callbackWaitsForEmptyEventLoop: boolean
   getRemainingTimeInMillis(): number
+  /**
+   * What the caller put in Lambda's ClientContext. Here, when tracing is on:
+   * `{ Custom: { traceparent, tracestate?, baggage? } }`, the shape OpenTelemetry's
+   * Lambda instrumentation reads.
+   */
+  clientContext?: { Custom: Readonly<Record<string, string>> }
 }
 
 const EXTENSIONS = ['.ts', '.mts', '.mjs', '.js', '.cjs']
@@ -65,14 +71,21 @@ export async function loadHandler(baseDir: string, handler: string): Promise<Lam
   return fn as LambdaHandler
 }
 
-export function lambdaContext(functionName: string, requestId: string, timeoutMs: number): LambdaContext {
+export function lambdaContext(
+  functionName: string,
+  requestId: string,
+  timeoutMs: number,
+  traceHeaders?: Readonly<Record<string, string>>,
+): LambdaContext {
   const deadline = Date.now() + timeoutMs
-  return {
+  const context: LambdaContext = {
     functionName,
     awsRequestId: requestId,
     callbackWaitsForEmptyEventLoop: true,
     getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
   }
+  if (traceHeaders !== undefined) context.clientContext = { Custom: traceHeaders }
+  return context
 }
 
 /**

@@ -28,7 +28,14 @@ export interface WorkerSetup {
 }
 
 export type ToWorker =
-  | { type: 'invoke'; requestId: string; timeoutMs: number; event: unknown }
+  | {
+      type: 'invoke'
+      requestId: string
+      timeoutMs: number
+      event: unknown
+      /** The invocation span's W3C headers, when tracing is on: the handler's context.clientContext.Custom. */
+      traceHeaders?: Readonly<Record<string, string>>
+    }
   /** The main thread took one chunk message (chunk-credit.ts). */
   | { type: 'credit' }
 
@@ -58,7 +65,7 @@ try {
 }
 
 async function invoke(message: Extract<ToWorker, { type: 'invoke' }>): Promise<void> {
-  const context = lambdaContext(setup.functionName, message.requestId, message.timeoutMs)
+  const context = lambdaContext(setup.functionName, message.requestId, message.timeoutMs, message.traceHeaders)
   let ended: InvocationEnd
   try {
     const text = await runHandler(handler, message.event, context, (chunk) => chunks.send(chunk), {
