@@ -30,6 +30,8 @@ describe('whether tracing is on', () => {
   it('is on with OTLP once an endpoint is set, for all signals or for traces', () => {
     expect(tracingSettings(ENDPOINT)).toEqual({
       exporter: 'otlp',
+      otlpUrl: 'http://127.0.0.1:4318/v1/traces',
+      serviceName: 'toolbridge',
       sampler: { kind: 'always_on', parentBased: true, ratio: 1 },
       batch: DEFAULT_BATCH,
     })
@@ -74,6 +76,24 @@ describe('whether tracing is on', () => {
     expect(tracingSettings({ OTEL_TRACES_EXPORTER: 'console', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })?.exporter).toBe(
       'console',
     )
+  })
+})
+
+describe('where spans go, and as what', () => {
+  it('sends to the traces endpoint as set, or to the general one with /v1/traces', () => {
+    const url = (env: Record<string, string>) => tracingSettings({ OTEL_TRACES_EXPORTER: 'otlp', ...env })?.otlpUrl
+    expect(url({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toBe('http://collector:4318/v1/traces')
+    expect(url({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318//' })).toBe('http://collector:4318/v1/traces')
+    expect(url({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c/otlp/' })).toBe('http://c/otlp/v1/traces')
+    expect(
+      url({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://t:1/x' }),
+    ).toBe('http://t:1/x')
+    expect(url({})).toBeUndefined()
+  })
+
+  it('names the service by OTEL_SERVICE_NAME, else toolbridge', () => {
+    expect(tracingSettings({ ...ENDPOINT, OTEL_SERVICE_NAME: ' tools-eu ' })?.serviceName).toBe('tools-eu')
+    expect(tracingSettings({ ...ENDPOINT, OTEL_SERVICE_NAME: '' })?.serviceName).toBe('toolbridge')
   })
 })
 

@@ -64,11 +64,19 @@ function headersOf(span: Span, tracestate: string | undefined, baggage: string |
   return headers
 }
 
-function endWith(span: Span, outcome: Outcome): void {
+/**
+ * Ends a span with how its request or invocation ended. The error's message
+ * only with `describe`: the one that went on the wire, its host paths
+ * already scrubbed (the invocation's own may still hold them).
+ */
+function endWith(span: Span, outcome: Outcome, describe: boolean): void {
   if (outcome.ok) span.setAttribute('toolbridge.outcome', 'ok')
   else {
     span.setAttributes({ 'toolbridge.outcome': outcome.kind, 'error.type': outcome.kind })
-    span.setStatus({ code: SpanStatusCode.ERROR, message: bounded(outcome.message, MAX_STATUS_TEXT) })
+    span.setStatus({
+      code: SpanStatusCode.ERROR,
+      ...(describe ? { message: bounded(outcome.message, MAX_STATUS_TEXT) } : {}),
+    })
   }
   span.end()
 }
@@ -80,14 +88,18 @@ function endWithFailure(span: Span, errorType: string, reason: string): void {
 }
 
 export function createOtelTracing(settings: TracingSettings, options: TracingOptions): Tracing {
-  const exporter = settings.exporter === 'otlp' ? new OTLPTraceExporter() : new ConsoleSpanExporter()
+  // The SDK reads the rest of OTEL_EXPORTER_OTLP_* (headers, timeout, compression) itself.
+  const exporter =
+    settings.exporter === 'otlp'
+      ? new OTLPTraceExporter(settings.otlpUrl === undefined ? {} : { url: settings.otlpUrl })
+      : new ConsoleSpanExporter()
   const processor = new BoundedSpanProcessor(exporter, {
     ...settings.batch,
     onDropped: options.onDropped ?? (() => {}),
   })
   const resource = defaultResource()
-    .merge(resourceFromAttributes({ 'service.name': 'toolbridge' }))
-    .merge(detectResources({ detectors: [envDetector] })) // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+    .merge(detectResources({ detectors: [envDetector] })) // OTEL_RESOURCE_ATTRIBUTES
+    .merge(resourceFromAttributes({ 'service.name': settings.serviceName }))
   const provider = new TracerProvider({
     resource,
     sampler: samplerFor(settings.sampler),
@@ -152,10 +164,12 @@ export function createOtelTracing(settings: TracingSettings, options: TracingOpt
         }
         try {
           const outcome = await call(invocation)
-          endWith(span, outcome)
+          endWith(span, outcome, false)
           return outcome
         } catch (err) {
-          endWithFailure(span, 'crash', messageOf(err))
+          span.setAttribute('error.type', 'crash')
+          span.setStatus({ code: SpanStatusCode.ERROR })
+          span.end()
           throw err
         }
       },
@@ -187,7 +201,7 @@ export function createOtelTracing(settings: TracingSettings, options: TracingOpt
 
       answered(tool, outcome) {
         processSpan.setAttributes({ 'toolbridge.tool': tool, 'toolbridge.responses': sent })
-        endWith(processSpan, outcome)
+        endWith(processSpan, outcome, true)
       },
 
       unanswered(tool, reason) {

@@ -14,6 +14,10 @@ export type SamplerKind = 'always_on' | 'always_off' | 'traceidratio'
 
 export interface TracingSettings {
   exporter: 'otlp' | 'console'
+  /** Where OTLP spans go: the traces endpoint as set, or `<OTEL_EXPORTER_OTLP_ENDPOINT>/v1/traces`; undefined: the SDK's default. */
+  otlpUrl: string | undefined
+  /** OTEL_SERVICE_NAME, else `toolbridge`. */
+  serviceName: string
   sampler: {
     kind: SamplerKind
     /** Follow the caller's sampled flag when there is a caller (parentbased_*). */
@@ -44,7 +48,13 @@ export function tracingSettings(env: Env): TracingSettings | undefined {
   const exporter = chosenExporter(env)
   if (exporter === undefined) return undefined
   if (exporter === 'otlp') checkProtocol(env)
-  return { exporter, sampler: chosenSampler(env), batch: chosenBatch(env) }
+  return {
+    exporter,
+    otlpUrl: otlpUrl(env),
+    serviceName: value(env.OTEL_SERVICE_NAME) || 'toolbridge',
+    sampler: chosenSampler(env),
+    batch: chosenBatch(env),
+  }
 }
 
 const value = (text: string | undefined) => (text ?? '').trim()
@@ -80,6 +90,14 @@ function checkProtocol(env: Env): void {
       variable,
       `"${protocol}" is not supported; use http/protobuf (an OTLP/HTTP endpoint, port 4318)`,
     )
+}
+
+/** As the specification says: a signal's own endpoint is used as is, the general one gets the signal's path. */
+function otlpUrl(env: Env): string | undefined {
+  const traces = value(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+  if (traces !== '') return traces
+  const base = value(env.OTEL_EXPORTER_OTLP_ENDPOINT)
+  return base === '' ? undefined : `${base.replace(/\/+$/, '')}/v1/traces`
 }
 
 function chosenSampler(env: Env): TracingSettings['sampler'] {
