@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest'
 import {
   checkBaggage,
   checkTracestate,
+  contextToPass,
   formatTraceparent,
   incomingContext,
   parseTraceparent,
@@ -78,6 +79,7 @@ describe('checkTracestate', () => {
     '0tenant@v=1',
     'a_b-c*d/e=x y',
     'k=1,,k2=2',
+    'k=1, \t ,k2=2',
     `${'a'.repeat(256)}=v`,
     `k=${'v'.repeat(256)}`,
   ])('keeps %s', (value) => {
@@ -98,6 +100,7 @@ describe('checkTracestate', () => {
     ['a non-ASCII value', 'k=é'],
     ['a system id over 14 characters', `t@${'s'.repeat(15)}=1`],
     ['a tenant id over 241 characters', `${'t'.repeat(242)}@s=1`],
+    ['one malformed member among good ones', 'congo=1,Bad=2,rojo=3'],
     ['33 members', Array.from({ length: 33 }, (_, i) => `k${i}=v`).join(',')],
     ['over 512 characters', Array.from({ length: 20 }, (_, i) => `k${i}=${'v'.repeat(30)}`).join(',')],
   ])('drops %s', (_, value) => {
@@ -165,5 +168,25 @@ describe('incomingContext', () => {
 
   it('reads only the lowercase names, as W3C spells them', () => {
     expect(incomingContext({ Traceparent: VALID })).toBeUndefined()
+  })
+})
+
+describe('contextToPass', () => {
+  it('passes on what is valid, traceparent as version 00', () => {
+    expect(contextToPass({ traceparent: VALID, tracestate: 'congo=1', baggage: 'k=v' })).toEqual({
+      traceparent: VALID,
+      tracestate: 'congo=1',
+      baggage: 'k=v',
+    })
+    expect(contextToPass({ traceparent: `01-${TRACE_ID}-${SPAN_ID}-01-more` })).toEqual({ traceparent: VALID })
+  })
+
+  it('leaves out a malformed tracestate or baggage', () => {
+    expect(contextToPass({ traceparent: VALID, tracestate: 'X', baggage: 'a\nb' })).toEqual({ traceparent: VALID })
+  })
+
+  it('passes nothing without a valid traceparent', () => {
+    expect(contextToPass({ tracestate: 'congo=1', baggage: 'k=v' })).toBeUndefined()
+    expect(contextToPass({ traceparent: 'junk', baggage: 'k=v' })).toBeUndefined()
   })
 })

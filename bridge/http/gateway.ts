@@ -35,6 +35,7 @@ import { silentLogger, type Logger } from '../support/logger.ts'
 import type { Metrics } from '../support/metrics.ts'
 import { createToolCaller } from '../trustgraph/tool-caller.ts'
 import type { Transport } from '../transports/transport.ts'
+import { contextToPass } from '../tracing/trace-context.ts'
 
 export interface GatewayOptions {
   services: ToolServiceSpec[]
@@ -146,7 +147,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         caller.call(
           name,
           { user: body.user as string | undefined, arguments: args },
-          { onChunk: (chunk) => answer.chunk(chunk), signal: AbortSignal.any([signal, stopReading.signal]) },
+          {
+            onChunk: (chunk) => answer.chunk(chunk),
+            signal: AbortSignal.any([signal, stopReading.signal]),
+            // A traced caller's context goes on with the request: the bridge's spans join its trace.
+            traceContext: contextToPass(req.headers),
+          },
         ),
       )
       answer.end({ response })

@@ -33,6 +33,7 @@ import { readJsonBody, requireJson } from './body.ts'
 import { HttpError } from './responses.ts'
 import { bounded } from '../support/bounded-text.ts'
 import { jsonRpcLines } from './stdio-lines.ts'
+import { contextToPass } from '../tracing/trace-context.ts'
 
 const SERVER_INFO = { name: 'toolbridge', version: '0.1.0' }
 
@@ -74,7 +75,9 @@ export function createMcpServer(caller: ToolCaller): Server {
               .catch(() => {}) // a client that went away still gets nothing; the call finishes regardless
     try {
       // The SDK aborts extra.signal when the client goes away (the HTTP response closes).
-      const text = await caller.call(name, { arguments: args }, { onChunk, signal: extra.signal })
+      // MCP carries a traced client's context in _meta (traceparent, tracestate, baggage).
+      const traceContext = request.params._meta === undefined ? undefined : contextToPass(request.params._meta)
+      const text = await caller.call(name, { arguments: args }, { onChunk, signal: extra.signal, traceContext })
       return { content: [{ type: 'text', text }] }
     } catch (err) {
       // Arguments no service could take (nested too deep): the request is at fault, not the tool.

@@ -80,6 +80,20 @@ export function checkBaggage(value: unknown): string | undefined {
 }
 
 /**
+ * A caller's context to pass on in a request's message properties, checked
+ * and with traceparent rewritten as version 00; undefined without a valid
+ * traceparent. For the front doors: HTTP headers, MCP's `_meta`.
+ */
+export function contextToPass(carrier: Readonly<Record<string, unknown>>): Record<string, string> | undefined {
+  const context = incomingContext(carrier)
+  if (context === undefined) return undefined
+  const passed: Record<string, string> = { traceparent: formatTraceparent(context.parent) }
+  if (context.tracestate !== undefined) passed.tracestate = context.tracestate
+  if (context.baggage !== undefined) passed.baggage = context.baggage
+  return passed
+}
+
+/**
  * The caller's context from message properties or HTTP headers (names in
  * lowercase, as W3C spells them and Node gives HTTP headers), or undefined
  * when there is no valid `traceparent`: tracestate and baggage mean nothing
