@@ -21,6 +21,8 @@ export const MUTATION_TESTS = [
   'test/config-protocol.test.ts',
   'test/pulsar-client.test.ts',
   'test/pulsar-protocol.test.ts',
+  'test/trace-context.test.ts',
+  'test/tracing-settings.test.ts',
 ]
 
 export default defineConfig({
