@@ -1,7 +1,7 @@
 /**
  * The dependency rule of docs/architecture.md, checked on every source file:
  *
- *   cli -> runtime -> http -> {core, trustgraph} -> {invokers, transports} -> project -> support -> shared
+ *   cli -> runtime -> http -> {core, trustgraph} -> tracing -> {invokers, transports} -> project -> support -> shared
  *
  * A file may import from its own folder and from any folder of a lower
  * layer; folders on the same layer do not import each other. `shared/` and

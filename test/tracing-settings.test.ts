@@ -46,6 +46,7 @@ describe('whether tracing is on', () => {
   it('is off with OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true, even with an endpoint', () => {
     expect(tracingSettings({ ...ENDPOINT, OTEL_TRACES_EXPORTER: 'none' })).toBeUndefined()
     expect(tracingSettings({ ...ENDPOINT, OTEL_TRACES_EXPORTER: 'otlp,none' })).toBeUndefined()
+    expect(tracingSettings({ ...ENDPOINT, OTEL_TRACES_EXPORTER: 'otlp , none' })).toBeUndefined()
     expect(tracingSettings({ ...ENDPOINT, OTEL_SDK_DISABLED: 'TRUE ' })).toBeUndefined()
     expect(tracingSettings({ ...ENDPOINT, OTEL_SDK_DISABLED: 'false' })?.exporter).toBe('otlp')
   })
