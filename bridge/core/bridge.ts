@@ -120,7 +120,13 @@ export function createBridge(options: BridgeOptions): Bridge {
     try {
       const outcome = await (trace === undefined
         ? invoker.invoke(invocation)
-        : trace.invoke(served.spec, (context) => invoker.invoke({ ...invocation, trace: context })))
+        : trace.invoke(served.spec, (context) =>
+            invoker.invoke({
+              ...invocation,
+              event: served.shape.withTraceHeaders?.(event, context.headers) ?? event,
+              trace: context,
+            }),
+          ))
       return served.shape.answer(outcome)
     } catch (err) {
       return unexpected(served, err)
