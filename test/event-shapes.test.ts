@@ -143,7 +143,7 @@ describe('apigw-v2 (HTTP API)', () => {
 
   it('takes the trace context among its headers, and has no multi-value ones', () => {
     const event = eventOf(get, request({ id: 'k' }))
-    const traced = compileEventShape(get).withTraceHeaders!(event, { traceparent: 'tp' }) as Record<string, any>
+    const traced = compileEventShape(get).withTraceHeaders!(event, { traceparent: 'tp' }) as ReturnType<typeof eventOf>
     expect(traced.headers).toStrictEqual({ ...event.headers, traceparent: 'tp' })
     expect(traced.multiValueHeaders).toBeUndefined()
     expect(traced.rawPath).toBe('/items/k')
@@ -273,10 +273,10 @@ describe('apigw-v1 (REST API)', () => {
 
   it('takes the trace context among its headers, single and multi-value, the rest kept', () => {
     const event = eventOf(shape, request({ id: 'k' }))
-    const traced = compileEventShape(shape).withTraceHeaders!(event, { traceparent: 'tp', tracestate: 'ts' }) as Record<
-      string,
-      any
-    >
+    const traced = compileEventShape(shape).withTraceHeaders!(event, {
+      traceparent: 'tp',
+      tracestate: 'ts',
+    }) as ReturnType<typeof eventOf>
     expect(traced.headers).toStrictEqual({ ...event.headers, traceparent: 'tp', tracestate: 'ts' })
     expect(traced.multiValueHeaders).toStrictEqual({
       ...event.multiValueHeaders,
