@@ -23,6 +23,7 @@ export const MUTATION_TESTS = [
   'test/pulsar-protocol.test.ts',
   'test/trace-context.test.ts',
   'test/tracing-settings.test.ts',
+  'test/bounded-span-processor.test.ts',
 ]
 
 export default defineConfig({

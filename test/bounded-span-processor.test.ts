@@ -48,6 +48,14 @@ function setUp(exporter: SpanExporter, options: { maxQueueSize: number; maxBatch
 }
 
 describe('BoundedSpanProcessor', () => {
+  it('waits the delay for a batch that is not full', async () => {
+    const exporter = new InMemorySpanExporter()
+    const { end } = setUp(exporter, { maxQueueSize: 100, maxBatchSize: 4, delayMs: 20 })
+    end(2)
+    expect(exporter.getFinishedSpans()).toHaveLength(0)
+    await waitFor('the spans after the delay', () => exporter.getFinishedSpans().length === 2, 5000)
+  })
+
   it('exports a full batch at once, and the rest after the delay', async () => {
     const exporter = new InMemorySpanExporter()
     const { end, dropped } = setUp(exporter, { maxQueueSize: 100, maxBatchSize: 4, delayMs: 20 })
@@ -80,6 +88,7 @@ describe('BoundedSpanProcessor', () => {
     exporter.finish(0)
     await new Promise((resolve) => setTimeout(resolve, 10))
     expect(dropped()).toBe(2)
+    expect(exporter.batches).toHaveLength(2) // nothing left: no empty export
   })
 
   it('counts an exporter that throws as a failed export', async () => {
@@ -92,6 +101,20 @@ describe('BoundedSpanProcessor', () => {
     const { end, dropped } = setUp(throwing, { maxQueueSize: 10, maxBatchSize: 2, delayMs: 60_000 })
     end(2)
     await waitFor('the failure counted', () => dropped() === 2, 5000)
+    end(2) // the next export runs too
+    await waitFor('the next failure counted', () => dropped() === 4, 5000)
+  })
+
+  it('waits on a flush for the export under way', async () => {
+    const exporter = new HeldExporter()
+    const { processor, end } = setUp(exporter, { maxQueueSize: 10, maxBatchSize: 2, delayMs: 60_000 })
+    end(2)
+    let flushed = false
+    const flush = processor.forceFlush().then(() => (flushed = true))
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(flushed).toBe(false)
+    exporter.finish(0)
+    await flush
   })
 
   it('exports what waits on a flush, and shuts the exporter down after', async () => {

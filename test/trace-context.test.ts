@@ -178,11 +178,13 @@ describe('contextToPass', () => {
       tracestate: 'congo=1',
       baggage: 'k=v',
     })
-    expect(contextToPass({ traceparent: `01-${TRACE_ID}-${SPAN_ID}-01-more` })).toEqual({ traceparent: VALID })
+    expect(contextToPass({ traceparent: `01-${TRACE_ID}-${SPAN_ID}-01-more` })).toStrictEqual({ traceparent: VALID })
   })
 
   it('leaves out a malformed tracestate or baggage', () => {
-    expect(contextToPass({ traceparent: VALID, tracestate: 'X', baggage: 'a\nb' })).toEqual({ traceparent: VALID })
+    expect(contextToPass({ traceparent: VALID, tracestate: 'X', baggage: 'a\nb' })).toStrictEqual({
+      traceparent: VALID,
+    })
   })
 
   it('passes nothing without a valid traceparent', () => {

@@ -5,7 +5,6 @@
  * dropped and counted, never waited for. The SDK's BatchSpanProcessor drops
  * too, but says so only in a diagnostic log; this one reports the count.
  */
-import { TraceFlags } from '@opentelemetry/api'
 import type { ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace'
 
 export interface BoundedSpanProcessorOptions {
@@ -31,7 +30,6 @@ export class BoundedSpanProcessor implements SpanProcessor {
   private readonly onDropped: (spans: number) => void
   private timer: NodeJS.Timeout | undefined
   private exporting: Promise<void> | undefined
-  private closed = false
 
   constructor(exporter: SpanExporter, options: BoundedSpanProcessorOptions) {
     this.exporter = exporter
@@ -43,8 +41,8 @@ export class BoundedSpanProcessor implements SpanProcessor {
 
   onStart(): void {}
 
+  /** The SDK calls it for sampled spans only, and no more once shut down. */
   onEnd(span: ReadableSpan): void {
-    if (this.closed || (span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return
     if (this.queue.length >= this.maxQueueSize) return this.onDropped(1)
     this.queue.push(span)
     if (this.queue.length >= this.maxBatchSize) this.exportNext()
@@ -72,7 +70,7 @@ export class BoundedSpanProcessor implements SpanProcessor {
       }
     }).then(() => {
       this.exporting = undefined
-      if (this.queue.length > 0) this.exportNext()
+      this.exportNext()
     })
   }
 
@@ -85,7 +83,6 @@ export class BoundedSpanProcessor implements SpanProcessor {
 
   async shutdown(): Promise<void> {
     await this.forceFlush()
-    this.closed = true
     await this.exporter.shutdown()
   }
 }
