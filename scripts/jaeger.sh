@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Jaeger for the tracing tests and for users: one all-in-one process (OTLP in,
-# spans kept in memory, UI and query API out), built from its Go module.
+# spans kept in memory, the query API out), built from its Go module. Its UI
+# page is a placeholder in this build: the UI's assets are not in the module.
 # No tarball, no Docker: needs Go 1.25+ and the Go module proxy.
 #
 #   scripts/jaeger.sh start     build the binary (first time, ~10 minutes of 2 cores), start, wait until it serves
@@ -10,7 +11,7 @@
 #   scripts/jaeger.sh status    exit 0 if it runs and its query API answers
 #
 # Idempotent: `start` on a running Jaeger does nothing; a port held by another
-# process is an error. Ports: OTLP/gRPC 4317, OTLP/HTTP 4318, UI and query API 16686.
+# process is an error. Ports: OTLP/gRPC 4317, OTLP/HTTP 4318, query API 16686 (/api/traces/<id>).
 #
 # Environment:
 #   TOOLBRIDGE_JAEGER_DIR   where the binary, the scratch module and logs go (default ~/.cache/toolbridge/jaeger)
@@ -90,7 +91,7 @@ stop() {
 start() {
   local pid
   if pid=$(running_pid) && serving; then
-    echo "Jaeger already running (pid $pid): UI http://127.0.0.1:$QUERY_PORT, OTLP http://127.0.0.1:$OTLP_HTTP_PORT"
+    echo "Jaeger already running (pid $pid): query API http://127.0.0.1:$QUERY_PORT/api, OTLP http://127.0.0.1:$OTLP_HTTP_PORT"
     return
   fi
   if [ -n "${pid:-}" ]; then stop; fi # alive but not serving: start it again
@@ -102,7 +103,7 @@ start() {
   mkdir -p "$LOGS"
 
   local started=$SECONDS
-  # With no --config, Jaeger runs its all-in-one configuration: OTLP receivers, in-memory storage, UI.
+  # With no --config, Jaeger runs its all-in-one configuration: OTLP receivers, in-memory storage, query service.
   nohup "$BIN" >"$OUT" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$PIDFILE"
@@ -121,7 +122,7 @@ start() {
     fi
     sleep 0.2
   done
-  echo "Jaeger ${JAEGER_VERSION#v} ready (pid $pid): UI http://127.0.0.1:$QUERY_PORT, OTLP http://127.0.0.1:$OTLP_HTTP_PORT, log $OUT"
+  echo "Jaeger ${JAEGER_VERSION#v} ready (pid $pid): query API http://127.0.0.1:$QUERY_PORT/api, OTLP http://127.0.0.1:$OTLP_HTTP_PORT, log $OUT"
 }
 
 case "${1:-start}" in
