@@ -10,9 +10,12 @@ export const LAMBDA_MAX_CLIENT_CONTEXT_BYTES = 3583
 export function lambdaClientContext(headers: Readonly<Record<string, string>>): string {
   const { baggage: _baggage, ...withoutBaggage } = headers
   const { tracestate: _tracestate, ...traceparentOnly } = withoutBaggage
-  for (const custom of [headers, withoutBaggage, traceparentOnly]) {
-    const encoded = Buffer.from(JSON.stringify({ Custom: custom })).toString('base64')
+  for (const custom of [headers, withoutBaggage]) {
+    const encoded = encode(custom)
     if (encoded.length <= LAMBDA_MAX_CLIENT_CONTEXT_BYTES) return encoded
   }
-  return Buffer.from(JSON.stringify({ Custom: { traceparent: headers.traceparent } })).toString('base64')
+  return encode(traceparentOnly) // always fits: a traceparent is 55 characters
 }
+
+const encode = (custom: Readonly<Record<string, string>>) =>
+  Buffer.from(JSON.stringify({ Custom: custom })).toString('base64')
