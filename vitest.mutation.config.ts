@@ -24,6 +24,7 @@ export const MUTATION_TESTS = [
   'test/trace-context.test.ts',
   'test/tracing-settings.test.ts',
   'test/bounded-span-processor.test.ts',
+  'test/lambda-client-context.test.ts',
 ]
 
 export default defineConfig({
