@@ -44,6 +44,10 @@ export const MUTATION_TESTS = [
   'test/delivery-guard.test.ts',
   'test/console-feed.test.ts',
   'test/dev-reload.test.ts',
+  'test/trace-context.test.ts',
+  'test/tracing-settings.test.ts',
+  'test/bounded-span-processor.test.ts',
+  'test/lambda-client-context.test.ts',
 ]
 
 export default defineConfig({

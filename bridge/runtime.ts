@@ -18,6 +18,7 @@ import { silentLogger, type Logger } from './support/logger.ts'
 import { createTransport } from './transports/create-transport.ts'
 import { MemoryBroker } from './transports/memory/memory-transport.ts'
 import type { Transport } from './transports/transport.ts'
+import { startTracing } from './tracing/tracing.ts'
 
 /** After the bridge has drained, how long HTTP callers wait for answers still on their way through the broker. */
 const ANSWER_GRACE_MS = 500
@@ -71,6 +72,8 @@ export async function startRuntime(
     memoryBroker?: MemoryBroker
     /** With a gateway, serve the web console showing this feed (which may outlive this runtime). */
     console?: ConsoleFeed
+    /** Where the OTEL_* variables are read (bridge/tracing/tracing-settings.ts); default process.env. */
+    env?: Readonly<Record<string, string | undefined>>
   } = {},
 ): Promise<Runtime> {
   const logger = options.logger ?? silentLogger
@@ -81,6 +84,11 @@ export async function startRuntime(
   // prom-client and the gateway are imported here rather than with this module: commands that only read serverless.yml never load them.
   const { createMetrics } = await import('./support/metrics.ts')
   const metrics = createMetrics()
+  const tracing = await startTracing(options.env ?? process.env, {
+    handlerInvoker: settings.invoker,
+    onDropped: (spans) => metrics.spansDropped(spans),
+    logger,
+  })
   const transport = await createTransport(settings.broker, memoryBroker, {
     logger,
     pulsar: settings.pulsar,
@@ -99,6 +107,7 @@ export async function startRuntime(
     metrics: consoleFeed ? consoleFeed.watching(metrics) : metrics,
     scrubErrorMessage: settings.debug ? undefined : createPathScrubber(project.baseDir),
     delivery: settings.delivery,
+    tracing,
   })
   const clientTransports: Transport[] = []
   const connectClient = async () => {
@@ -119,6 +128,7 @@ export async function startRuntime(
     await gateway?.close({ abandonAfterMs: ANSWER_GRACE_MS })
     await configService?.stop()
     await Promise.all(clientTransports.map((t) => t.close()))
+    await tracing?.shutdown()
     unguard?.()
   }
   try {

@@ -39,6 +39,15 @@ function eventOf(shape: ShapeSpec, req: ToolRequest) {
 }
 const answerOf = (shape: ShapeSpec, text: string) => compileEventShape(shape).answer({ ok: true, text })
 
+describe('trace headers', () => {
+  it('go only into API Gateway events: the other shapes hand the function its event as it is', () => {
+    for (const event of ['envelope', 'arguments', 'template'])
+      expect(
+        compileEventShape(shapeOf(event === 'template' ? { event, template: 'x' } : { event })).withTraceHeaders,
+      ).toBeUndefined()
+  })
+})
+
 describe('envelope (the default)', () => {
   const shape = shapeOf({})
 
@@ -131,6 +140,14 @@ describe('template', () => {
 
 describe('apigw-v2 (HTTP API)', () => {
   const get = shapeOf({ event: 'apigw-v2', route: { method: 'GET', path: '/items/{id}', query: ['lang'] } })
+
+  it('takes the trace context among its headers, and has no multi-value ones', () => {
+    const event = eventOf(get, request({ id: 'k' }))
+    const traced = compileEventShape(get).withTraceHeaders!(event, { traceparent: 'tp' }) as ReturnType<typeof eventOf>
+    expect(traced.headers).toStrictEqual({ ...event.headers, traceparent: 'tp' })
+    expect(traced.multiValueHeaders).toBeUndefined()
+    expect(traced.rawPath).toBe('/items/k')
+  })
   const post = shapeOf({
     event: 'apigw-v2',
     route: { method: 'POST', path: '/orders/{id}/lines', query: ['dry'], headers: { 'X-Api-Version': '2' } },
@@ -253,6 +270,22 @@ describe('apigw-v2 (HTTP API)', () => {
 
 describe('apigw-v1 (REST API)', () => {
   const shape = shapeOf({ event: 'apigw-v1', route: { method: 'DELETE', path: '/items/{id}' } })
+
+  it('takes the trace context among its headers, single and multi-value, the rest kept', () => {
+    const event = eventOf(shape, request({ id: 'k' }))
+    const traced = compileEventShape(shape).withTraceHeaders!(event, {
+      traceparent: 'tp',
+      tracestate: 'ts',
+    }) as ReturnType<typeof eventOf>
+    expect(traced.headers).toStrictEqual({ ...event.headers, traceparent: 'tp', tracestate: 'ts' })
+    expect(traced.multiValueHeaders).toStrictEqual({
+      ...event.multiValueHeaders,
+      traceparent: ['tp'],
+      tracestate: ['ts'],
+    })
+    expect(traced.path).toBe('/items/k')
+    expect(event.headers.traceparent).toBeUndefined() // the original is left as it was
+  })
 
   it('builds a REST API event: httpMethod, resource, multi-value maps, null for what is absent', () => {
     const event = eventOf(shape, request({ id: 'k', force: true }))

@@ -11,14 +11,14 @@ import {
 
 const text = (body: Uint8Array): string => new TextDecoder('utf-8', { fatal: true }).decode(body)
 
-/** A fake broker: records every published body, raw and decoded. */
+/** A fake broker: records every published body, raw and decoded, and checks the `last` flag against it. */
 function recorder(options: { failOn?: number; delayMs?: (call: number) => number } = {}) {
   const bodies: Uint8Array[] = []
   const messages: ToolResponse[] = []
   let calls = 0
   let inFlight = 0
   let maxInFlight = 0
-  const publish = async (body: Uint8Array): Promise<void> => {
+  const publish = async (body: Uint8Array, last: boolean): Promise<void> => {
     const call = ++calls
     inFlight++
     maxInFlight = Math.max(maxInFlight, inFlight)
@@ -29,6 +29,8 @@ function recorder(options: { failOn?: number; delayMs?: (call: number) => number
       bodies.push(body)
       const decoded = decodeResponse(body)
       if (!decoded.ok) throw new Error(`published an undecodable body: ${decoded.message}`)
+      // Tracing marks the final message by this flag (bridge/tracing): it must say what the body says.
+      if (last !== decoded.value.end_of_stream) throw new Error(`published with last=${last}: ${text(body)}`)
       messages.push(decoded.value)
     } finally {
       inFlight--

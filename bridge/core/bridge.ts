@@ -13,7 +13,8 @@ import { LinkedList } from '../support/linked-list.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
 import { compileRequestCheck, compileToolIdentifier, type RequestCheck } from './request-checks.ts'
 import { noMetrics, type BridgeMetrics, type ServiceMetrics } from '../support/metrics.ts'
-import { createResponder } from './responders.ts'
+import { createResponder, type Publish } from './responders.ts'
+import type { RequestTrace, Tracing } from '../tracing/tracing.ts'
 import type { Consumer, Delivery, Transport } from '../transports/transport.ts'
 import {
   DEFAULT_ANSWERED_MEMORY_SIZE,
@@ -35,6 +36,8 @@ export interface BridgeOptions {
   metrics?: BridgeMetrics
   /** Applied to every error message before it goes on the wire (host paths out: bridge/support/host-paths.ts). */
   scrubErrorMessage?: (message: string) => string
+  /** Spans for each request, its invocation and its answers (bridge/tracing); absent when tracing is off. */
+  tracing?: Tracing | undefined
   /** maxAge, the answered-once memory and the dead-letter queue for services that do not set their own. */
   delivery?: DeliveryDefaults
   /**
@@ -88,6 +91,7 @@ export function createBridge(options: BridgeOptions): Bridge {
   const maxRequestBytes = options.maxRequestBytes ?? transport.maxMessageBytes
   const metrics = options.metrics ?? noMetrics
   const scrub = options.scrubErrorMessage
+  const tracing = options.tracing
   let serving = false
   /** Services whose function could not load at start and has not answered since. */
   const unloadable = new Set<string>()
@@ -136,9 +140,20 @@ export function createBridge(options: BridgeOptions): Bridge {
     event: unknown,
     onChunk: (text: string) => void,
     signal: AbortSignal,
+    trace: RequestTrace | undefined,
   ): Promise<Outcome> {
+    const invocation = { target: served.spec, event, onChunk, signal }
     try {
-      return served.shape.answer(await invoker.invoke({ target: served.spec, event, onChunk, signal }))
+      const outcome = await (trace === undefined
+        ? invoker.invoke(invocation)
+        : trace.invoke(served.spec, (context) =>
+            invoker.invoke({
+              ...invocation,
+              event: served.shape.withTraceHeaders?.(event, context.headers) ?? event,
+              trace: context,
+            }),
+          ))
+      return served.shape.answer(outcome)
     } catch (err) {
       return unexpected(served, err)
     }
@@ -165,17 +180,30 @@ export function createBridge(options: BridgeOptions): Bridge {
     const ticket = served.guard.ticket(delivery)
     if (ticket.distrusted) logger.warn({ service: spec.id, id }, `${ticket.distrusted}: its age counts from now`)
     if (ticket.remembered) return answerAgain(served, delivery, ticket.remembered, settle)
+    const trace = tracing?.request({
+      system: transport.kind,
+      queue: spec.requestQueue,
+      subscription: requestSubscription(spec.id),
+      id,
+      properties: delivery.properties,
+      bodyBytes: delivery.body.byteLength,
+    })
     const taken = take(served, delivery, ticket)
     metrics.received(taken.tool, delivery.redelivered)
     const properties = { [ID_PROPERTY]: id }
-    const responder = createResponder(
-      spec.response,
-      (body) => {
-        ticket.record(body)
-        return transport.publish(spec.responseQueue, body, properties)
-      },
-      transport.maxMessageBytes,
-    )
+    const publish: Publish =
+      trace === undefined
+        ? (body) => {
+            ticket.record(body)
+            return transport.publish(spec.responseQueue, body, properties)
+          }
+        : (body, last) => {
+            ticket.record(body)
+            return trace.send(spec.responseQueue, properties, last, (traced) =>
+              transport.publish(spec.responseQueue, body, traced),
+            )
+          }
+    const responder = createResponder(spec.response, publish, transport.maxMessageBytes)
     try {
       // Once given back (drain timeout), another consumer answers it: publish nothing more.
       const onChunk = (text: string) => {
@@ -183,10 +211,13 @@ export function createBridge(options: BridgeOptions): Bridge {
         responder.chunk(text)
         metrics.chunkPublished()
       }
-      const outcome = taken.refused ?? (await invoke(served, taken.event, onChunk, cancellation.signal))
+      const outcome = taken.refused ?? (await invoke(served, taken.event, onChunk, cancellation.signal, trace))
       cancellation.release()
       if (outcome.ok) unloadable.delete(spec.id)
-      if (settled) return
+      if (settled) {
+        trace?.unanswered(taken.tool, 'given back to the broker when the drain timed out')
+        return
+      }
       if (!outcome.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: outcome.kind }, outcome.message)
       const sent = await responder.finish(
         outcome.ok || !scrub ? outcome : { ...outcome, message: scrub(outcome.message) },
@@ -194,6 +225,7 @@ export function createBridge(options: BridgeOptions): Bridge {
       // A `single` answer too large for one message went out as an error.
       if (outcome.ok && !sent.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: sent.kind }, sent.message)
       metrics.answered(taken.tool, sent.ok ? undefined : sent.kind, (performance.now() - started) / 1000)
+      trace?.answered(taken.tool, sent)
       ticket.remember()
       if (!sent.ok) {
         // Without an id nobody can read the answer: such a request is kept for a person like one never answered.
@@ -204,6 +236,7 @@ export function createBridge(options: BridgeOptions): Bridge {
       }
       settle(options.loseAckAfterAnswer?.(id) ? 'nack' : 'ack')
     } catch (err) {
+      trace?.unanswered(taken.tool, messageOf(err))
       if (isToolbridgeError(err) && !err.retriable) {
         // It would fail the same way on every redelivery: keep it as a dead letter (or drop it) rather than loop.
         const reason = { kind: err.kind, message: `its answer could not be published: ${err.message}` }

@@ -39,6 +39,11 @@ export interface EventMapping {
   event(request: ToolRequest): EventResult
   /** The function's outcome as the tool's answer. */
   answer(outcome: Outcome): Outcome
+  /**
+   * API Gateway events only: the event with the invocation's trace context
+   * (traceparent, ...) among its headers, where a traced caller's would be.
+   */
+  withTraceHeaders?(event: unknown, headers: Readonly<Record<string, string>>): unknown
 }
 
 export function compileEventShape(shape: ShapeSpec): EventMapping {
@@ -65,6 +70,7 @@ export function compileEventShape(shape: ShapeSpec): EventMapping {
           }
         },
         answer: (outcome) => (outcome.ok ? proxyAnswer(version, outcome.text, shape.answer) : outcome),
+        withTraceHeaders: (event, headers) => withHeaders(version, event as ProxyEvent, headers),
       }
     }
   }
@@ -256,6 +262,22 @@ function apigwV1Event(route: RouteSpec, http: HttpRequest) {
     body: http.body ?? null,
     isBase64Encoded: false,
   }
+}
+
+interface ProxyEvent {
+  headers: Record<string, string>
+  multiValueHeaders?: Record<string, string[]>
+}
+
+function withHeaders(
+  version: 'apigw-v1' | 'apigw-v2',
+  event: ProxyEvent,
+  headers: Readonly<Record<string, string>>,
+): ProxyEvent {
+  const added = { ...event, headers: { ...event.headers, ...headers } }
+  if (version === 'apigw-v2') return added
+  const multi = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, [value]]))
+  return { ...added, multiValueHeaders: { ...event.multiValueHeaders, ...multi } }
 }
 
 /** A proxy response (the function's result as text) -> the answer. */

@@ -15,7 +15,8 @@ import {
 } from '../../shared/protocol.ts'
 import type { Outcome } from '../invokers/invoker.ts'
 
-export type Publish = (body: Uint8Array) => Promise<void>
+/** `last`: the message ends the answer (`end_of_stream: true`). */
+export type Publish = (body: Uint8Array, last: boolean) => Promise<void>
 
 export interface Responder {
   /** A streamed chunk from the function, in order. */
@@ -73,7 +74,7 @@ export function createResponder(mode: ResponseMode, publish: Publish, maxBodyByt
   return mode === 'stream' ? streamResponder(publish, maxBodyBytes) : singleResponder(publish, maxBodyBytes)
 }
 
-const send = (publish: Publish, response: ToolResponse) => publish(encodeResponse(response))
+const send = (publish: Publish, response: ToolResponse) => publish(encodeResponse(response), response.end_of_stream)
 
 /** An error response that fits one message: a long message is cut (whole characters) and marked with "…". */
 export function boundedErrorResponse(kind: ErrorKind, message: string, maxBodyBytes: number): ToolResponse {
@@ -105,7 +106,7 @@ function singleResponder(publish: Publish, maxBodyBytes: number): Responder {
         await send(publish, errorResponse(tooLarge.kind, tooLarge.message))
         return tooLarge
       }
-      await publish(body)
+      await publish(body, true)
       return outcome
     },
   }

@@ -41,6 +41,7 @@ import { createToolCaller } from '../trustgraph/tool-caller.ts'
 import type { ConsoleFeed } from './console/console-feed.ts'
 import { isConsoleApi, isConsoleAsset, serveConsoleApi, serveConsoleAsset } from './console/console-routes.ts'
 import type { Transport } from '../transports/transport.ts'
+import { contextToPass } from '../tracing/trace-context.ts'
 
 export interface GatewayOptions {
   services: ToolServiceSpec[]
@@ -168,7 +169,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         caller.call(
           name,
           { user: body.user as string | undefined, arguments: args },
-          { onChunk: (chunk) => answer.chunk(chunk), signal: AbortSignal.any([signal, stopReading.signal]) },
+          {
+            onChunk: (chunk) => answer.chunk(chunk),
+            signal: AbortSignal.any([signal, stopReading.signal]),
+            // A traced caller's context goes on with the request: the bridge's spans join its trace.
+            traceContext: contextToPass(req.headers),
+          },
         ),
       )
       answer.end({ response })

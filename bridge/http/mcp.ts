@@ -38,6 +38,7 @@ import { refuseMessage } from './message-bounds.ts'
 import { describeTools, type McpToolSet } from './mcp-tools.ts'
 import { HttpError } from './responses.ts'
 import { jsonRpcLines } from './stdio-lines.ts'
+import { contextToPass } from '../tracing/trace-context.ts'
 
 const SERVER_INFO = { name: 'toolbridge', version: '0.1.0' }
 
@@ -69,7 +70,10 @@ export function createMcpServer(caller: ToolCaller, tools: McpToolSet): Server {
               .catch(() => {}) // a client that went away still gets nothing; the call finishes regardless
     try {
       // The SDK aborts the signal on notifications/cancelled, and when the HTTP client goes away.
-      const text = await caller.call(name, { arguments: args }, { onChunk, signal: ctx.mcpReq.signal })
+      // MCP carries a traced client's context in _meta (traceparent, tracestate, baggage).
+      const meta = request.params._meta
+      const traceContext = meta === undefined ? undefined : contextToPass(meta)
+      const text = await caller.call(name, { arguments: args }, { onChunk, signal: ctx.mcpReq.signal, traceContext })
       // The SDK shapes structured content for the client's era (2025 clients need an object).
       return server.projectCallToolResult(tools.result(name, text), outputSchemas.get(name))
     } catch (err) {

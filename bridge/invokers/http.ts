@@ -107,11 +107,12 @@ export class HttpInvoker implements Invoker<HttpLocation> {
     return this.headersFor(target.location).problem
   }
 
-  async invoke({ target, event, onChunk }: Invocation<HttpLocation>): Promise<Outcome> {
+  async invoke({ target, event, onChunk, trace }: Invocation<HttpLocation>): Promise<Outcome> {
     const fn = target.location
     const { allHeaders, problem } = this.headersFor(fn)
     if (problem) return { ok: false, kind: 'unavailable', message: `cannot call ${fn.url}: ${problem}` }
-    const request = this.requestFor(fn, allHeaders, event)
+    // The function sees the invocation span as its parent, as any traced HTTP server would.
+    const request = this.requestFor(fn, trace === undefined ? allHeaders : { ...allHeaders, ...trace.headers }, event)
     if (!request.ok) return request
     const controller = new AbortController()
     this.inFlight.add(controller)

@@ -40,7 +40,7 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
     }
   }
 
-  async invoke({ target, event, onChunk, signal }: Invocation<HandlerLocation>): Promise<Outcome> {
+  async invoke({ target, event, onChunk, signal, trace }: Invocation<HandlerLocation>): Promise<Outcome> {
     let handler: LambdaHandler
     try {
       handler = await this.handlerFor(target)
@@ -73,7 +73,9 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
       )
       // Over when it ends or times out, and when its caller cancels it.
       const stop = signal ? AbortSignal.any([over.signal, signal]) : over.signal
-      const context = lambdaContext(target.functionName, randomUUID(), target.timeoutMs, stop)
+      const requestId = randomUUID()
+      trace?.observed({ invocationId: requestId })
+      const context = lambdaContext(target.functionName, requestId, target.timeoutMs, stop, trace?.headers)
       const run = { maxStreamBytes: this.maxStreamBytes, signal: stop }
       runHandler(
         handler,

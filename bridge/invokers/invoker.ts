@@ -36,6 +36,16 @@ export interface Invocation<L extends FunctionLocation = FunctionLocation> {
   onChunk: (text: string) => void
   /** Aborted when the caller cancels: the function reads it as `context.signal`; its answer still goes out. */
   signal?: AbortSignal | undefined
+  /** Present only when tracing is on (bridge/tracing). */
+  trace?: InvocationTrace | undefined
+}
+
+/** The trace context a function is given, and what its invoker tells the trace about the call. */
+export interface InvocationTrace {
+  /** `traceparent`, and `tracestate` and `baggage` when the caller sent them: the invocation span's context. */
+  readonly headers: Readonly<Record<string, string>>
+  /** What only the invoker knows: the platform's id of this invocation, whether it started a new environment. */
+  observed(facts: { invocationId?: string; coldStart?: boolean }): void
 }
 
 /** How every invocation ends, as data: the bridge turns it into messages. */

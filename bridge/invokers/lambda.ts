@@ -36,7 +36,15 @@ import { resultText } from '../../shared/protocol.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
 import { createRetry, RetryableAttempt, type Retrier, type RetryOptions } from '../support/retry.ts'
 import type { FunctionLocation } from '../project/tool-services.ts'
-import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
+import {
+  functionError,
+  type FunctionTarget,
+  type Invocation,
+  type InvocationTrace,
+  type Invoker,
+  type Outcome,
+} from './invoker.ts'
+import { lambdaClientContext } from './lambda-client-context.ts'
 
 /** Lambda's limit on a synchronous invocation's request payload (and on a buffered response): 6 MB. */
 export const LAMBDA_MAX_REQUEST_BYTES = 6 * 1024 * 1024
@@ -150,6 +158,12 @@ const utf8 = new TextDecoder()
  */
 export type OnLambda = Extract<FunctionLocation, { lambdaName: string }>
 
+/** A traced invocation: its span's context, ready for Lambda's ClientContext. */
+interface Traced {
+  trace: InvocationTrace
+  clientContext: string
+}
+
 export class LambdaInvoker implements Invoker<OnLambda> {
   private readonly client: LambdaClient
   private readonly retry: Retrier
@@ -193,7 +207,7 @@ export class LambdaInvoker implements Invoker<OnLambda> {
     }
   }
 
-  async invoke({ target, event, onChunk, signal }: Invocation<OnLambda>): Promise<Outcome> {
+  async invoke({ target, event, onChunk, signal, trace }: Invocation<OnLambda>): Promise<Outcome> {
     const { lambdaName } = target.location
     const payload = Buffer.from(JSON.stringify(event))
     if (payload.byteLength > LAMBDA_MAX_REQUEST_BYTES) {
@@ -203,6 +217,7 @@ export class LambdaInvoker implements Invoker<OnLambda> {
         message: `request of ${payload.byteLength} bytes is over Lambda's limit of ${LAMBDA_MAX_REQUEST_BYTES} bytes; function "${lambdaName}" was not called`,
       }
     }
+    const traced = trace === undefined ? undefined : { trace, clientContext: lambdaClientContext(trace.headers) }
     const started = Date.now()
     let networkFailures = 0
     let sentChunks = false
@@ -222,7 +237,7 @@ export class LambdaInvoker implements Invoker<OnLambda> {
           if (signal?.aborted) cancel()
           else signal?.addEventListener('abort', cancel, { once: true })
           try {
-            return await this.callOnce(target, payload, controller.signal, forward)
+            return await this.callOnce(target, payload, controller.signal, forward, traced)
           } catch (error) {
             if (controller.signal.aborted) {
               const reason = controller.signal.reason
@@ -303,11 +318,12 @@ export class LambdaInvoker implements Invoker<OnLambda> {
     payload: Uint8Array,
     signal: AbortSignal,
     onChunk: (text: string) => void,
+    traced: Traced | undefined,
   ): Promise<Outcome> {
     const { lambdaName } = target.location
-    if (target.response !== 'stream' || this.noStreamingApi) return this.call(lambdaName, payload, signal)
+    if (target.response !== 'stream' || this.noStreamingApi) return this.call(lambdaName, payload, signal, traced)
     try {
-      return await this.callStreaming(lambdaName, payload, signal, onChunk)
+      return await this.callStreaming(lambdaName, payload, signal, onChunk, traced)
     } catch (error) {
       // A 404 for the API itself comes before any chunk.
       if (signal.aborted || !isMissingApi(error)) throw error
@@ -318,15 +334,17 @@ export class LambdaInvoker implements Invoker<OnLambda> {
           'the endpoint has no InvokeWithResponseStream (serverless-offline has none): stream services are called with Invoke, their answer in one piece',
         )
       }
-      return this.call(lambdaName, payload, signal)
+      return this.call(lambdaName, payload, signal, traced)
     }
   }
 
   /** Invoke, RequestResponse: one payload. */
-  private async call(name: string, payload: Uint8Array, signal: AbortSignal): Promise<Outcome> {
-    const out = await this.client.send(new InvokeCommand({ FunctionName: name, Payload: payload }), {
-      abortSignal: signal,
-    })
+  private async call(name: string, payload: Uint8Array, signal: AbortSignal, traced?: Traced): Promise<Outcome> {
+    const out = await this.client.send(
+      new InvokeCommand({ FunctionName: name, Payload: payload, ClientContext: traced?.clientContext }),
+      { abortSignal: signal },
+    )
+    traced?.trace.observed({ invocationId: out.$metadata.requestId })
     const text = out.Payload ? utf8.decode(out.Payload) : ''
     // FunctionError is "Unhandled" or "Handled", not a type: the body has the type.
     if (out.FunctionError) return lambdaFunctionError(text, '')
@@ -339,10 +357,17 @@ export class LambdaInvoker implements Invoker<OnLambda> {
     payload: Uint8Array,
     signal: AbortSignal,
     onChunk: (text: string) => void,
+    traced?: Traced,
   ): Promise<Outcome> {
-    const out = await this.client.send(new InvokeWithResponseStreamCommand({ FunctionName: name, Payload: payload }), {
-      abortSignal: signal,
-    })
+    const out = await this.client.send(
+      new InvokeWithResponseStreamCommand({
+        FunctionName: name,
+        Payload: payload,
+        ClientContext: traced?.clientContext,
+      }),
+      { abortSignal: signal },
+    )
+    traced?.trace.observed({ invocationId: out.$metadata.requestId })
     // Chunks are bytes: a character may straddle two of them.
     const decoder = new TextDecoder()
     for await (const event of out.EventStream ?? []) {

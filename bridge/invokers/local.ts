@@ -31,7 +31,14 @@ import {
 import type { HandlerLocation } from '../project/tool-services.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
 import { functionEnvironment } from './function-environment.ts'
-import { functionError, type FunctionTarget, type Invocation, type Invoker, type Outcome } from './invoker.ts'
+import {
+  functionError,
+  type FunctionTarget,
+  type Invocation,
+  type InvocationTrace,
+  type Invoker,
+  type Outcome,
+} from './invoker.ts'
 import { DEFAULT_MAX_STREAM_BYTES } from './run-handler.ts'
 import {
   post,
@@ -54,6 +61,12 @@ const MB = 1024 * 1024
  * milliseconds; one that does not is stuck in code that never yields.
  */
 export const CANCEL_GRACE_MS = 1000
+
+/** An invocation's id and trace context, when tracing is on. */
+interface TracedCall {
+  requestId: string
+  traceHeaders: Readonly<Record<string, string>>
+}
 
 interface Running {
   /** When the invocation times out (performance.now()). */
@@ -136,7 +149,12 @@ class Environment {
   }
 
   /** Runs one invocation in this worker; the pool reserved its place. */
-  run(event: unknown, onChunk: (text: string) => void, signal?: AbortSignal): Promise<Outcome> {
+  run(
+    event: unknown,
+    onChunk: (text: string) => void,
+    signal: AbortSignal | undefined,
+    traced: TracedCall | undefined,
+  ): Promise<Outcome> {
     const id = ++nextCallId
     const { timeoutMs, perWorker } = this.options
     return new Promise<Outcome>((resolve) => {
@@ -154,7 +172,9 @@ class Environment {
       else signal?.addEventListener('abort', abort, { once: true })
       this.calls.set(id, { deadline: performance.now() + timeoutMs, finish, onChunk })
       this.armTimeout()
-      const call: WorkerCall = { id, requestId: randomUUID(), timeoutMs, event }
+      const call: WorkerCall = traced
+        ? { id, requestId: traced.requestId, timeoutMs, event, traceHeaders: traced.traceHeaders }
+        : { id, requestId: randomUUID(), timeoutMs, event }
       if (perWorker === 1) return this.post({ type: 'invoke', calls: [call] })
       // Invocations taken in one turn of the event loop go to the worker in one message.
       if (this.outbox.length === 0) setImmediate(() => this.flush())
@@ -621,7 +641,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
     return loadError
   }
 
-  async invoke({ target, event, onChunk, signal }: Invocation<HandlerLocation>): Promise<Outcome> {
+  async invoke({ target, event, onChunk, signal, trace }: Invocation<HandlerLocation>): Promise<Outcome> {
     const pool = this.poolFor(target)
     for (;;) {
       const env = await pool.acquire()
@@ -635,7 +655,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
         }
       }
       // It may have ended between being handed out and now (its other invocation crashed it): take another.
-      if (!env.dead) return env.run(event, onChunk, signal)
+      if (!env.dead) return env.run(event, onChunk, signal, trace && this.traceInto(env, trace))
     }
   }
 
@@ -663,6 +683,16 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
       this.replaced.add(old)
     }
     return undefined
+  }
+
+  /** Environments that have run an invocation: the first one in each is a cold start. */
+  private readonly invoked = new WeakSet<Environment>()
+
+  private traceInto(env: Environment, trace: InvocationTrace): TracedCall {
+    const requestId = randomUUID()
+    trace.observed({ invocationId: requestId, coldStart: !this.invoked.has(env) })
+    this.invoked.add(env)
+    return { requestId, traceHeaders: trace.headers }
   }
 
   /** Worker threads a function has now, starting or started. */

@@ -18,6 +18,12 @@ export interface LambdaContext {
   getRemainingTimeInMillis(): number
   /** toolbridge's own: aborted when the caller cancels the call or its time is up, so the handler can stop. */
   signal: AbortSignal
+  /**
+   * What the caller put in Lambda's ClientContext. Here, when tracing is on:
+   * `{ Custom: { traceparent, tracestate?, baggage? } }`, the shape OpenTelemetry's
+   * Lambda instrumentation reads.
+   */
+  clientContext?: { Custom: Readonly<Record<string, string>> }
 }
 
 const EXTENSIONS = ['.ts', '.mts', '.mjs', '.js', '.cjs']
@@ -75,15 +81,18 @@ export function lambdaContext(
   requestId: string,
   timeoutMs: number,
   signal: AbortSignal = NEVER_ABORTED,
+  traceHeaders?: Readonly<Record<string, string>>,
 ): LambdaContext {
   const deadline = Date.now() + timeoutMs
-  return {
+  const context: LambdaContext = {
     functionName,
     awsRequestId: requestId,
     callbackWaitsForEmptyEventLoop: true,
     getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
     signal,
   }
+  if (traceHeaders !== undefined) context.clientContext = { Custom: traceHeaders }
+  return context
 }
 
 /**

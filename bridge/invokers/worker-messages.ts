@@ -27,6 +27,8 @@ export interface WorkerCall {
   requestId: string
   timeoutMs: number
   event: unknown
+  /** The invocation span's W3C headers, when tracing is on: the handler's context.clientContext.Custom. */
+  traceHeaders?: Readonly<Record<string, string>>
 }
 
 export type ToWorker =

@@ -79,7 +79,13 @@ async function invoke(call: WorkerCall): Promise<void> {
   }
   active.set(id, running)
   // Aborted when the caller cancels, and when the main thread gives the invocation up.
-  const context = lambdaContext(setup.functionName, call.requestId, call.timeoutMs, running.abort.signal)
+  const context = lambdaContext(
+    setup.functionName,
+    call.requestId,
+    call.timeoutMs,
+    running.abort.signal,
+    call.traceHeaders,
+  )
   let end: InvocationEnd
   try {
     const text = await runHandler(handler, call.event, context, (chunk) => running.chunks.send(chunk), {

@@ -48,6 +48,8 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 
 export interface Metrics extends BridgeMetrics {
   readonly registry: Registry
+  /** Spans that tracing could not export (queue full, collector unreachable). */
+  spansDropped(count: number): void
   /** The text exposition format, and its content type. */
   render(): Promise<{ contentType: string; body: string }>
 }
@@ -118,6 +120,11 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     labelNames: ['transport'] as const,
     registers,
   })
+  const droppedSpans = new Counter({
+    name: 'toolbridge_trace_spans_dropped_total',
+    help: 'Spans dropped instead of exported: the export queue was full or the collector failed',
+    registers,
+  })
   const trustgraphInvocations = new Counter({
     name: 'tg_dynamic_tool_service_invocation_total',
     help: 'Dynamic tool service invocation count',
@@ -183,6 +190,7 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     transportReconnected(transport) {
       reconnects.labels(transport).inc()
     },
+    spansDropped: (count) => droppedSpans.inc(count),
     async render() {
       return { contentType: registry.contentType, body: await registry.metrics() }
     },

@@ -34,6 +34,8 @@ export interface CallOptions {
    * counts calls on the service knows when it is done with this one.
    */
   signal?: AbortSignal
+  /** W3C trace context (traceparent, tracestate, baggage) to send in the request's properties. */
+  traceContext?: Readonly<Record<string, string>> | undefined
 }
 
 /**
@@ -146,7 +148,8 @@ export class RequestClient {
       this.slots[slot] = pending
       if (signal?.aborted) onAbort()
       else signal?.addEventListener('abort', onAbort, { once: true })
-      this.transport.publish(this.requestQueue, body, { [ID_PROPERTY]: id }).catch((err: Error) => this.settle(id, err))
+      const properties = options.traceContext ? { ...options.traceContext, [ID_PROPERTY]: id } : { [ID_PROPERTY]: id }
+      this.transport.publish(this.requestQueue, body, properties).catch((err: Error) => this.settle(id, err))
     })
   }
 

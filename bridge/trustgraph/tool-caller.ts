@@ -20,6 +20,8 @@ export interface ToolCallOptions {
   onChunk?: (text: string) => void
   /** The caller is gone: its chunks are dropped from then on (see RequestClient). */
   signal?: AbortSignal
+  /** The caller's W3C trace context, passed on in the request's properties. */
+  traceContext?: Readonly<Record<string, string>> | undefined
 }
 
 export interface ToolCaller {
@@ -69,6 +71,7 @@ export function createToolCaller(services: ToolServiceSpec[], transport: Transpo
           // Only a streaming service sends chunks; with a chunk handler the client waits for them all.
           onChunk: entry.spec.response === 'stream' ? (options.onChunk ?? (() => {})) : undefined,
           signal: options.signal,
+          traceContext: options.traceContext,
         },
       )
     },

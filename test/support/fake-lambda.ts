@@ -17,6 +17,7 @@
  *   the JSON body; TooManyRequestsException's `retryAfterSeconds` comes from
  *   the `Retry-After` header, its body is `{Type, message, Reason}`.
  */
+import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { EventStreamCodec, type MessageHeaders } from '@smithy/eventstream-codec'
@@ -202,6 +203,8 @@ export class FakeLambda {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Lambda names every answer's request: the SDK reads it into $metadata.requestId.
+    res.setHeader('x-amzn-RequestId', randomUUID())
     const chunks: Buffer[] = []
     for await (const chunk of req) chunks.push(chunk as Buffer)
     const path = new URL(req.url ?? '/', 'http://x').pathname
