@@ -49,7 +49,7 @@ describe('jsonRpcLines', () => {
     const { events } = await feed([`not json\n[${PING}]\n{"hello":"world"}\n${PING}\n`])
     expect(events).toEqual([
       { code: -32700, message: 'Parse error: the line is not JSON' },
-      { code: -32600, message: 'Invalid Request: JSON-RPC batches are not supported' },
+      { code: -32600, message: 'Invalid Request: JSON-RPC batches are not supported; send one message per request' },
       { code: -32600, message: 'Invalid Request: not a JSON-RPC message' },
       `${PING}\n`,
     ])
