@@ -15,6 +15,7 @@
  *   BENCH_INFLIGHT    calls at once (default 16)
  *   BENCH_PER_WORKER  invocationsPerWorker for every example (default: as serverless.yml says)
  *   BENCH_INVOKER     the invoker (default local: worker threads; in-process shows the main thread alone)
+ *   BENCH_NODE_ARGS   options for node before the command (say --max-semi-space-size=1), to measure one
  *   BENCH_OUT         JSON path (default bench/results/memory.json)
  */
 import { spawn } from 'node:child_process'
@@ -27,6 +28,7 @@ const IN_FLIGHT = Math.floor(numberEnv('BENCH_INFLIGHT', 16, 1))
 const PER_WORKER = process.env.BENCH_PER_WORKER ? Math.floor(numberEnv('BENCH_PER_WORKER', 1, 1)) : undefined
 const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/memory.json')
 const INVOKER = process.env.BENCH_INVOKER || 'local'
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)
 const TARGETS = { idleMiB: 90, afterMiB: 160 }
 const YML = resolve(ROOT, `.memory-${process.pid}.serverless.yml`)
 
@@ -59,7 +61,19 @@ async function startBridge(): Promise<{ pid: number; url: string; stop(): Promis
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
   const child = spawn(
     process.execPath,
-    ['bridge/cli/toolbridge.js', '-c', YML, 'start', '--invoker', INVOKER, '--port', '0', '--log-level', 'warn'],
+    [
+      ...NODE_ARGS,
+      'bridge/cli/toolbridge.js',
+      '-c',
+      YML,
+      'start',
+      '--invoker',
+      INVOKER,
+      '--port',
+      '0',
+      '--log-level',
+      'warn',
+    ],
     { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] },
   )
   let out = ''

@@ -70,8 +70,17 @@ async function heldAtOnce(on: WorkerThreadInvoker, fn: Fn, count: number, runnin
 }
 
 describe('worker threads on demand', () => {
-  it('serve one invocation at a time from the one warm worker, whatever the concurrency', async () => {
+  it('start cold by default, as on Lambda: the check that the handler loads keeps no worker, the first invocation starts one', async () => {
     const pool = start()
+    const fn = target(16)
+    expect(await pool.prepare(fn)).toBeUndefined()
+    expect(pool.environments('thread')).toBe(0)
+    await call(pool, fn)
+    expect(pool.environments('thread')).toBe(1)
+  })
+
+  it('serve one invocation at a time from the one warm worker, whatever the concurrency', async () => {
+    const pool = start({ warm: 1 })
     const fn = target(16)
     expect(await pool.prepare(fn)).toBeUndefined()
     expect(pool.environments('thread')).toBe(1)
@@ -137,11 +146,11 @@ describe('idle worker threads', () => {
 })
 
 describe('--worker-idle-timeout and --warm-workers', () => {
-  it('default to 60 seconds and one worker per function, from flags or the environment', () => {
-    expect(resolveSettings({}, {}).workers).toStrictEqual({ idleTimeoutMs: 60_000, warm: 1 })
-    expect(resolveSettings({ workerIdleTimeout: '5', warmWorkers: '0' }, {}).workers).toStrictEqual({
+  it('default to 60 seconds and no worker kept per function, from flags or the environment', () => {
+    expect(resolveSettings({}, {}).workers).toStrictEqual({ idleTimeoutMs: 60_000, warm: 0 })
+    expect(resolveSettings({ workerIdleTimeout: '5', warmWorkers: '1' }, {}).workers).toStrictEqual({
       idleTimeoutMs: 5_000,
-      warm: 0,
+      warm: 1,
     })
     expect(
       resolveSettings({}, { TOOLBRIDGE_WORKER_IDLE_TIMEOUT: '600', TOOLBRIDGE_WARM_WORKERS: '2' }).workers,

@@ -608,7 +608,7 @@ export interface WorkerThreadOptions {
   logger?: Logger
   /** Bytes one invocation may stream (default DEFAULT_MAX_STREAM_BYTES). */
   maxStreamBytes?: number
-  /** Environments kept per function, and how long an idle one above that is kept (defaults: 1, 60 s). */
+  /** Environments kept per function, and how long an idle one above that is kept (defaults: 0, 60 s). */
   sizing?: Partial<WorkerPoolSettings>
 }
 
@@ -636,7 +636,9 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
     const pool = this.poolFor(target)
     const env = await pool.acquire()
     const loadError = await env.ready
-    if (loadError) pool.discard(env)
+    // The handler loads. Beyond --warm-workers, the environment of this check is not kept: as on
+    // Lambda, a function starts cold and idles at no cost until its first invocation.
+    if (loadError || pool.size > this.sizing.warm) pool.discard(env)
     else pool.release(env)
     return loadError
   }

@@ -111,7 +111,8 @@ export interface WorkerPoolSettings {
 
 /** As serverless-offline's terminateIdleLambdaTime. */
 export const DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS = 60
-export const DEFAULT_WARM_WORKERS = 1
+/** None, as Lambda keeps none: a function is cold until its first call and after the idle timeout. */
+export const DEFAULT_WARM_WORKERS = 0
 
 /** The HTTP gateway's own guards (bridge/http/). */
 export interface GatewaySettings {
