@@ -69,6 +69,9 @@ function copyButton(label, text) {
 /** Milliseconds as the console shows them: tenths below 10 ms. */
 const ms = (value) => `${value < 10 ? value.toFixed(1) : Math.round(value)} ms`
 
+/** Broker timestamps are whole milliseconds: no tenths for the wait they measure. */
+const queued = (entry, unknown) => (entry.queueMs === undefined ? unknown : `${Math.round(entry.queueMs)} ms`)
+
 function bytes(n) {
   if (n < 1024) return `${n} B`
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`
@@ -260,7 +263,7 @@ async function runCall(tool, form, answer, streaming) {
 /** Where the time of a call went: waiting on the broker, the function, the rest of the bridge, and the way back. */
 function showSplit(split, entry, total) {
   const parts = [
-    ['Queue', 'queue', entry.queueMs === undefined ? 'unknown (no broker timestamp)' : ms(entry.queueMs)],
+    ['Queue', 'queue', queued(entry, 'unknown (no broker timestamp)')],
     ['Invoke', 'invoke', entry.invokeMs === undefined ? 'not invoked' : ms(entry.invokeMs)],
     ['In the bridge', 'bridge', ms(entry.ms)],
     ['Total', 'total', `${total} ms`],
@@ -308,7 +311,7 @@ let lastSeq = 0
 const awaited = new AwaitedReports(AWAITED_REPORTS)
 
 const splitTitle = (entry) =>
-  `queue ${entry.queueMs === undefined ? 'unknown' : ms(entry.queueMs)}, invoke ${entry.invokeMs === undefined ? 'none' : ms(entry.invokeMs)}`
+  `queue ${queued(entry, 'unknown')}, invoke ${entry.invokeMs === undefined ? 'none' : ms(entry.invokeMs)}`
 
 function logRow(entry) {
   const ok = entry.outcome === 'ok'
