@@ -236,9 +236,10 @@ export function createBridge(options: BridgeOptions): Bridge {
         responder.chunk(text)
         metrics.chunkPublished()
       }
-      const invoking = performance.now()
+      // The clock is read for a watcher only: without one, a request costs what it did.
+      const invoking = onAnswered ? performance.now() : 0
       const outcome = taken.refused ?? (await invoke(served, taken.event, onChunk, cancellation.signal, trace))
-      const invoked = performance.now()
+      const invoked = onAnswered ? performance.now() : 0
       cancellation.release()
       if (outcome.ok) unloadable.delete(spec.id)
       if (settled) {
