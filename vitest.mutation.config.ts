@@ -43,6 +43,7 @@ export const MUTATION_TESTS = [
   'test/dead-letters.test.ts',
   'test/delivery-guard.test.ts',
   'test/console-feed.test.ts',
+  'test/awaited-reports.test.ts',
   'test/dev-reload.test.ts',
   'test/trace-context.test.ts',
   'test/tracing-settings.test.ts',

@@ -103,8 +103,9 @@ export async function startRuntime(
     logger,
     drainTimeoutMs: settings.drainTimeoutMs,
     maxRequestBytes: settings.limits.maxRequestBytes,
-    // The console's log and charts see each answer as /metrics counts it.
-    metrics: consoleFeed ? consoleFeed.watching(metrics) : metrics,
+    metrics,
+    // The console's log, charts and the timing of its own calls.
+    onAnswered: consoleFeed?.answered,
     scrubErrorMessage: settings.debug ? undefined : createPathScrubber(project.baseDir),
     delivery: settings.delivery,
     tracing,

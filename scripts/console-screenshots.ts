@@ -26,6 +26,7 @@ async function call(page: Page, tool: string, fill: Record<string, string>, butt
   for (const [name, value] of Object.entries(fill)) await section.locator(`[name="${name}"]`).fill(value)
   await section.getByRole('button', { name: button, exact: true }).click()
   await section.locator('.answer .timing', { hasText: 'ms total' }).waitFor()
+  await section.locator('.answer dl.split:not([hidden])').waitFor() // where its time went, once the bridge reports it
 }
 
 async function open(url: string): Promise<Page> {

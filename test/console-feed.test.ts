@@ -3,9 +3,19 @@ import { describe, expect, it } from 'vitest'
 import { ConsoleFeed, LOG_CAPACITY } from '../bridge/http/console/console-feed.ts'
 import { matches, RequestLog, type LoggedRequest } from '../bridge/http/console/request-log.ts'
 import { percentile, ToolStats } from '../bridge/http/console/tool-stats.ts'
-import type { BridgeMetrics } from '../bridge/support/metrics.ts'
+import type { AnsweredRequest } from '../bridge/core/bridge.ts'
 
-const entry = (tool: string, outcome = 'ok', ms = 1) => ({ at: 0, service: 's', tool, outcome, ms })
+const entry = (tool: string, outcome = 'ok', ms = 1) => ({
+  at: 0,
+  service: 's',
+  tool,
+  id: 'i',
+  outcome,
+  ms,
+  queueMs: undefined,
+  invokeMs: undefined,
+  bytes: 0,
+})
 
 describe('RequestLog', () => {
   it('numbers requests from 1 and keeps the last `capacity`, oldest first', () => {
@@ -117,50 +127,57 @@ describe('ToolStats', () => {
 })
 
 describe('ConsoleFeed', () => {
-  it('sees each answer the bridge reports to the metrics it wraps, which still get them', () => {
+  it('logs each request the bridge answered with its id, timing and size, and counts it in the charts', () => {
     const feed = new ConsoleFeed()
-    const calls: unknown[][] = []
-    const inner: BridgeMetrics = {
-      transportReconnected: (t) => calls.push(['reconnected', t]),
-      forService: (service) => ({
-        received: (tool, redelivered) => calls.push(['received', service, tool, redelivered]),
-        answered: (tool, kind, seconds) => calls.push(['answered', service, tool, kind, seconds]),
-        chunkPublished: () => calls.push(['chunk', service]),
-        inFlight: (delta) => calls.push(['inFlight', service, delta]),
-        replayed: () => calls.push(['replayed', service]),
-        deadLettered: (kind) => calls.push(['deadLettered', service, kind]),
-      }),
-    }
-    const metrics = feed.watching(inner)
-    const service = metrics.forService('svc')
-    service.received('t', true)
-    service.chunkPublished()
-    service.inFlight(1)
-    service.answered('t', undefined, 0.002)
-    service.answered('t', 'crash', 0.5)
-    service.answered('t', undefined, 0.001)
-    service.replayed()
-    service.deadLettered('crash')
-    metrics.transportReconnected('memory')
-    expect(calls).toEqual([
-      ['received', 'svc', 't', true],
-      ['chunk', 'svc'],
-      ['inFlight', 'svc', 1],
-      ['answered', 'svc', 't', undefined, 0.002],
-      ['answered', 'svc', 't', 'crash', 0.5],
-      ['answered', 'svc', 't', undefined, 0.001],
-      ['replayed', 'svc'],
-      ['deadLettered', 'svc', 'crash'],
-      ['reconnected', 'memory'],
-    ])
-    expect(feed.log.entries().map(({ service, tool, outcome, ms }) => ({ service, tool, outcome, ms }))).toEqual([
-      { service: 'svc', tool: 't', outcome: 'ok', ms: 2 },
+    const answered = (request: Partial<AnsweredRequest>) =>
+      // Passed as the bridge passes it: a function on its own.
+      (0, feed.answered)({
+        service: 'svc',
+        tool: 't',
+        id: 'a.0.1',
+        errorKind: undefined,
+        queueMs: 1,
+        invokeMs: 2,
+        totalMs: 3,
+        answerBytes: 40,
+        ...request,
+      })
+    const before = Date.now()
+    answered({})
+    answered({ id: 'a.0.2', errorKind: 'crash', queueMs: undefined, totalMs: 500, answerBytes: 90 })
+    answered({ id: 'a.0.3', tool: 'u', errorKind: 'invalid-arguments', invokeMs: undefined, totalMs: 0.5 })
+    const logged = feed.log.entries()
+    expect(logged.map(({ at: _, ...rest }) => rest)).toEqual([
+      { seq: 1, service: 'svc', tool: 't', id: 'a.0.1', outcome: 'ok', ms: 3, queueMs: 1, invokeMs: 2, bytes: 40 },
       // As callers see it on the wire.
-      { service: 'svc', tool: 't', outcome: 'tool-service-error', ms: 500 },
-      { service: 'svc', tool: 't', outcome: 'ok', ms: 1 },
+      {
+        seq: 2,
+        service: 'svc',
+        tool: 't',
+        id: 'a.0.2',
+        outcome: 'tool-service-error',
+        ms: 500,
+        queueMs: undefined,
+        invokeMs: 2,
+        bytes: 90,
+      },
+      {
+        seq: 3,
+        service: 'svc',
+        tool: 'u',
+        id: 'a.0.3',
+        outcome: 'invalid-arguments',
+        ms: 0.5,
+        queueMs: 1,
+        invokeMs: undefined,
+        bytes: 40,
+      },
     ])
-    const minute = feed.stats.series(Date.now()).t!.at(-1)!
-    expect([minute.requests, minute.errors]).toEqual([3, 1])
+    for (const { at } of logged) expect(at).toBeGreaterThanOrEqual(before)
+    const series = feed.stats.series(Date.now())
+    const minute = series.t!.at(-1)!
+    expect([minute.requests, minute.errors, minute.p50, minute.p99]).toEqual([2, 1, 3, 500])
+    expect(series.u!.at(-1)!.errors).toBe(1)
     expect(feed.log.capacity).toBe(LOG_CAPACITY)
   })
 

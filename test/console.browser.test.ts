@@ -8,11 +8,12 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Browser, Page } from 'playwright-core'
+import type { Browser, Locator, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDev, type DevSession } from '../bridge/dev/dev-session.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
 import { silentLogger } from '../bridge/support/logger.ts'
+import { chunkResponse, encodeResponse, finalResponse } from '../shared/protocol.ts'
 import { chromiumInstalled, launchChromium } from './support/chromium.ts'
 
 const FIXTURE = join(import.meta.dirname, 'fixtures', 'dev-project')
@@ -66,14 +67,34 @@ describe.skipIf(!chromiumInstalled)('the web console of toolbridge dev, in Chrom
     await expect(page.locator('img').count()).resolves.toBe(0)
   })
 
-  it('fills and submits a form; the answer and the log row appear', async () => {
-    const answer = await call('echo', { text: '<script>window.__xss=2</script>hello' })
+  /** The parts of a call's time and its size, as the answer shows them once the bridge has reported the call. */
+  async function split(answer: Locator) {
+    await answer.locator('dl.split dd[data-part="size"]').waitFor()
+    const parts = await answer
+      .locator('dl.split dd')
+      .evaluateAll((dds) => Object.fromEntries(dds.map((dd) => [dd.getAttribute('data-part'), dd.textContent])))
+    const labels = await answer.locator('dl.split dt').allTextContents()
+    return { parts, labels, ms: (part: string) => Number(/^([\d.]+) ms$/.exec(parts[part] ?? '')?.[1]) }
+  }
+
+  it('fills and submits a form; the answer with where its time went and its size, and the log row appear', async () => {
+    const text = '<script>window.__xss=2</script>hello'
+    const answer = await call('echo', { text })
     await answer.locator('.timing', { hasText: 'ms total' }).waitFor()
-    await expect(answer.locator('pre.chunks').textContent()).resolves.toBe('v1: <script>window.__xss=2</script>hello')
+    await expect(answer.locator('pre.chunks').textContent()).resolves.toBe(`v1: ${text}`)
     await expect(answer.getAttribute('class')).resolves.toBe('answer ok')
     await expect(page.evaluate(() => (window as { __xss?: number }).__xss)).resolves.toBeUndefined()
+    const { parts, labels, ms } = await split(answer)
+    expect(labels).toEqual(['Queue', 'Invoke', 'In the bridge', 'Total', 'Answer'])
+    // The bytes the bridge published: its one answer message.
+    const bytes = encodeResponse(finalResponse(`v1: ${text}`)).byteLength
+    expect(parts.size).toBe(`${bytes} B`)
+    for (const part of ['queue', 'invoke', 'bridge', 'total']) expect(ms(part)).toBeGreaterThanOrEqual(0)
+    expect(ms('invoke')).toBeLessThanOrEqual(ms('bridge'))
     const row = page.locator('#log tbody tr[data-tool="echo"][data-outcome="ok"]').first()
     await row.waitFor()
+    await expect(row.locator('td').nth(4).textContent()).resolves.toBe(`${bytes} B`)
+    await expect(row.locator('td').nth(3).getAttribute('title')).resolves.toMatch(/^queue [\d.]+ ms, invoke [\d.]+ ms$/)
   })
 
   it('shows a streamed answer chunk by chunk', async () => {
@@ -86,11 +107,22 @@ describe.skipIf(!chromiumInstalled)('the web console of toolbridge dev, in Chrom
     await answer.locator('.timing', { hasText: 'ms total' }).waitFor()
     await expect(chunks.textContent()).resolves.toBe('word1 word2 word3 word4 word5 word6 ')
     await expect(answer.locator('.timing').textContent()).resolves.toMatch(/first chunk \d+ ms, 6 chunks/)
+    const { ms, parts } = await split(answer)
+    // The story waits 150 ms before each word after the first: the function ran at least 750 ms, within the bridge's time.
+    expect(ms('invoke')).toBeGreaterThanOrEqual(750)
+    expect(ms('bridge')).toBeGreaterThanOrEqual(ms('invoke'))
+    expect(ms('total')).toBeGreaterThanOrEqual(ms('invoke'))
+    // Six chunks and the end, each with its JSON envelope.
+    const published = [1, 2, 3, 4, 5, 6].map((i) => encodeResponse(chunkResponse(`word${i} `)).byteLength)
+    const bytes = published.reduce((a, b) => a + b, encodeResponse(finalResponse('')).byteLength)
+    expect(parts.size).toBe(`${bytes} B`)
   })
 
   it('shows the validation error of a missing required argument', async () => {
     const answer = await call('echo', { text: '' })
     await expect(answer.locator('.error-text').textContent()).resolves.toMatch(/^invalid-arguments: .*text/)
+    // Refused by the gateway before it reached the broker: the bridge has nothing to report.
+    await expect(answer.locator('dl.split').isHidden()).resolves.toBe(true)
   })
 
   it('answers the next call with a function edited on disk, and keeps the old code serving through a broken edit', async () => {

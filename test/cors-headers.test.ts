@@ -12,7 +12,7 @@ describe('corsHeaders', () => {
     expect(corsHeaders('POST', 'http://app.example')).toEqual({
       'access-control-allow-origin': 'http://app.example',
       vary: 'Origin',
-      'access-control-expose-headers': 'www-authenticate, retry-after, mcp-session-id',
+      'access-control-expose-headers': 'www-authenticate, retry-after, mcp-session-id, toolbridge-request-id',
     })
   })
 

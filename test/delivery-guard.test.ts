@@ -76,6 +76,15 @@ describe('the delivery guard', () => {
     expect(guard.ticket(delivery('a', 'x', future)).expired?.message).toMatch(/since the bridge first saw it/)
   })
 
+  it("says how long a request waited since the broker's timestamp, and nothing when that is missing or not believed", () => {
+    const { guard, at } = setup()
+    expect(guard.ticket(delivery('a', 'x', at() - 1234)).queuedMs).toBe(1234)
+    // A little ahead of the bridge's clock (another host's): it has not waited.
+    expect(guard.ticket(delivery('b', 'x', at() + 500)).queuedMs).toBe(0)
+    expect(guard.ticket(delivery('c', 'x')).queuedMs).toBeUndefined()
+    expect(guard.ticket(delivery('d', 'x', at() + 3_600_000)).queuedMs).toBeUndefined()
+  })
+
   it('without a broker timestamp, a request with no id counts from now (it cannot be recognised again)', () => {
     const { guard, advance } = setup()
     guard.ticket(delivery(undefined))

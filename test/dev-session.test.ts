@@ -11,10 +11,13 @@ import { startDev, type DevSession } from '../bridge/dev/dev-session.ts'
 import { watchProject } from '../bridge/dev/project-watcher.ts'
 import { syntaxPlace } from '../bridge/dev/syntax-place.ts'
 import { ConsoleFeed, type CodeStatus } from '../bridge/http/console/console-feed.ts'
+import type { LoggedRequest } from '../bridge/http/console/request-log.ts'
+import { REQUEST_ID_HEADER } from '../bridge/http/gateway.ts'
 import { loadProject } from '../bridge/project/project.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
 import { startRuntime } from '../bridge/runtime.ts'
 import { silentLogger } from '../bridge/support/logger.ts'
+import { encodeResponse, finalResponse } from '../shared/protocol.ts'
 
 const FIXTURE = join(import.meta.dirname, 'fixtures', 'dev-project')
 
@@ -114,6 +117,45 @@ describe('toolbridge dev', () => {
     aborted.abort()
     const logged = await new Promise((resolve) => s.feed.log.subscribe(resolve))
     expect(logged).toMatchObject({ tool: 'story', outcome: 'ok' })
+  })
+
+  it("tells each caller its request's id, by which the console finds the bridge's timing and size of the call", async () => {
+    const s = await start()
+    const reported = (id: string) =>
+      new Promise<LoggedRequest>((resolve) => {
+        const found = s.feed.log.entries().find((e) => e.id === id)
+        if (found) return resolve(found)
+        const stop = s.feed.log.subscribe((e) => {
+          if (e.id !== id) return
+          stop()
+          resolve(e)
+        })
+      })
+    const post = (tool: string, args: Record<string, unknown>) =>
+      fetch(`${s.url}/tools/${tool}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ arguments: args }),
+      })
+    const ok = await post('echo', { text: 'hi' })
+    await ok.text()
+    const id = ok.headers.get(REQUEST_ID_HEADER)!
+    expect(id).toMatch(/^[0-9a-f-]{36}\.\d+\.\d+$/)
+    const entry = await reported(id)
+    expect(entry).toMatchObject({ tool: 'echo', outcome: 'ok' })
+    expect(entry.bytes).toBe(encodeResponse(finalResponse('v1: hi')).byteLength)
+    expect(entry.queueMs).toBeGreaterThanOrEqual(0)
+    expect(entry.invokeMs).toBeLessThanOrEqual(entry.ms)
+    // An error the function answers (before any chunk) carries the id too.
+    const refused = await post('story', { words: 0 })
+    expect(refused.status).toBe(502)
+    const refusedId = refused.headers.get(REQUEST_ID_HEADER)!
+    expect(refusedId).not.toBe(id)
+    await expect(reported(refusedId)).resolves.toMatchObject({ tool: 'story', outcome: 'tool-service-error' })
+    // Arguments the gateway refuses never reach the broker: no id.
+    const invalid = await post('echo', {})
+    expect(invalid.status).toBe(422)
+    expect(invalid.headers.has(REQUEST_ID_HEADER)).toBe(false)
   })
 
   it('keeps the console data behind --http-token, while the page itself holds none', async () => {

@@ -5,7 +5,7 @@
  */
 import { cancellationOf } from '../support/cancellations.ts'
 import type { ToolServiceSpec } from '../project/tool-services.ts'
-import { isToolbridgeError, messageOf, type Refusal } from '../../shared/errors.ts'
+import { isToolbridgeError, messageOf, type ErrorKind, type Refusal } from '../../shared/errors.ts'
 import { decodeRequest, ID_PROPERTY, UNKNOWN_ID } from '../../shared/protocol.ts'
 import { compileEventShape, type EventMapping } from './event-shapes.ts'
 import type { Invoker, Outcome } from '../invokers/invoker.ts'
@@ -45,6 +45,27 @@ export interface BridgeOptions {
    * published, as a connection lost between the publish confirm and the ack does.
    */
   loseAckAfterAnswer?: (id: string) => boolean
+  /** Told of each request answered (the web console's log and the timing of its own calls). */
+  onAnswered?: ((request: AnsweredRequest) => void) | undefined
+}
+
+/** One request answered, as the bridge saw it. */
+export interface AnsweredRequest {
+  service: string
+  /** '' when the request's tool could not be told. */
+  tool: string
+  /** The request's correlation id (its `id` property). */
+  id: string
+  /** The kind of the error answered; undefined for an answer. */
+  errorKind: ErrorKind | undefined
+  /** Waiting since the broker took it (its timestamp), until the bridge did; undefined without a believable timestamp. */
+  queueMs: number | undefined
+  /** The function's run; undefined when the request was refused without invoking. */
+  invokeMs: number | undefined
+  /** From taking the request to its answer published: the request duration of /metrics. */
+  totalMs: number
+  /** Bytes of the answer's messages as published (with their JSON envelopes). */
+  answerBytes: number
 }
 
 /** maxAge of TrustGraph's client timeout, the answered-once memory on, no dead-letter queue (bridge/project/settings.ts). */
@@ -92,6 +113,7 @@ export function createBridge(options: BridgeOptions): Bridge {
   const metrics = options.metrics ?? noMetrics
   const scrub = options.scrubErrorMessage
   const tracing = options.tracing
+  const onAnswered = options.onAnswered
   let serving = false
   /** Services whose function could not load at start and has not answered since. */
   const unloadable = new Set<string>()
@@ -191,14 +213,17 @@ export function createBridge(options: BridgeOptions): Bridge {
     const taken = take(served, delivery, ticket)
     metrics.received(taken.tool, delivery.redelivered)
     const properties = { [ID_PROPERTY]: id }
+    let answerBytes = 0
     const publish: Publish =
       trace === undefined
         ? (body) => {
             ticket.record(body)
+            answerBytes += body.byteLength
             return transport.publish(spec.responseQueue, body, properties)
           }
         : (body, last) => {
             ticket.record(body)
+            answerBytes += body.byteLength
             return trace.send(spec.responseQueue, properties, last, (traced) =>
               transport.publish(spec.responseQueue, body, traced),
             )
@@ -211,7 +236,10 @@ export function createBridge(options: BridgeOptions): Bridge {
         responder.chunk(text)
         metrics.chunkPublished()
       }
+      // The clock is read for a watcher only: without one, a request costs what it did.
+      const invoking = onAnswered ? performance.now() : 0
       const outcome = taken.refused ?? (await invoke(served, taken.event, onChunk, cancellation.signal, trace))
+      const invoked = onAnswered ? performance.now() : 0
       cancellation.release()
       if (outcome.ok) unloadable.delete(spec.id)
       if (settled) {
@@ -224,7 +252,27 @@ export function createBridge(options: BridgeOptions): Bridge {
       )
       // A `single` answer too large for one message went out as an error.
       if (outcome.ok && !sent.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: sent.kind }, sent.message)
-      metrics.answered(taken.tool, sent.ok ? undefined : sent.kind, (performance.now() - started) / 1000)
+      const totalMs = performance.now() - started
+      const errorKind = sent.ok ? undefined : sent.kind
+      metrics.answered(taken.tool, errorKind, totalMs / 1000)
+      if (onAnswered) {
+        const invokeMs = taken.refused ? undefined : invoked - invoking
+        // Whoever watches must not turn an answered request into one handed back.
+        try {
+          onAnswered({
+            service: spec.id,
+            tool: taken.tool,
+            id,
+            errorKind,
+            queueMs: ticket.queuedMs,
+            invokeMs,
+            totalMs,
+            answerBytes,
+          })
+        } catch (err) {
+          logger.warn({ service: spec.id, id, err: messageOf(err) }, 'the watcher of answered requests failed')
+        }
+      }
       trace?.answered(taken.tool, sent)
       ticket.remember()
       if (!sent.ok) {

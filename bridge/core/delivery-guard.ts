@@ -38,6 +38,8 @@ export interface Ticket {
   readonly expired: Refusal | undefined
   /** Why the broker's timestamp was not believed, if it was not (worth a log line). */
   readonly distrusted: string | undefined
+  /** How long the request waited since the broker took it; undefined without a believable broker timestamp. */
+  readonly queuedMs: number | undefined
   /** Notes one message published as this request's answer, while the answer is small enough to keep. */
   record(message: Uint8Array): void
   /** Keeps the answer recorded (nothing when the service is idempotent or the answer too large). */
@@ -93,6 +95,7 @@ export function createDeliveryGuard(
         remembered,
         expired: expiry(judged, maxAgeMs),
         distrusted: judged.distrusted,
+        queuedMs: judged.from === 'broker' ? judged.ageMs : undefined,
         record(message) {
           if (recorded === undefined) return
           recordedBytes += message.byteLength

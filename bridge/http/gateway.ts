@@ -5,7 +5,8 @@
  *   GET  /tools              the tools, as TrustGraph `tool` descriptors
  *   POST /tools/<tool-name>  {"arguments": {...}, "user": "..."} -> NDJSON:
  *                            {"chunk": "..."} per streamed chunk, then
- *                            {"response": "<whole answer>"} or {"error": {"type", "message"}}
+ *                            {"response": "<whole answer>"} or {"error": {"type", "message"}};
+ *                            the header toolbridge-request-id: the request's id on the broker
  *   GET  /healthz            200 while the process serves (HEAD too)
  *   GET  /readyz             200 while the bridge takes requests (broker connected, queues subscribed), else 503
  *   GET  /metrics            Prometheus text (bridge/support/metrics.ts)
@@ -86,6 +87,9 @@ export interface Gateway {
 
 /** A whole request, headers and body, must arrive within this (Node's default is 300 s). */
 const REQUEST_TIMEOUT_MS = 60_000
+
+/** The request's `id` on the broker, as the bridge logs and reports it: the console finds its call's timing by it. */
+export const REQUEST_ID_HEADER = 'toolbridge-request-id'
 
 /** What a caller refused during shutdown is told to wait before trying again (another replica may answer). */
 const RETRY_LATER = { 'retry-after': '1' }
@@ -174,6 +178,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
             signal: AbortSignal.any([signal, stopReading.signal]),
             // A traced caller's context goes on with the request: the bridge's spans join its trace.
             traceContext: contextToPass(req.headers),
+            // Sent before the answer's first byte: every answer of a call that was sent carries it.
+            onId: (id) => res.setHeader(REQUEST_ID_HEADER, id),
           },
         ),
       )

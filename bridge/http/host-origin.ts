@@ -84,8 +84,8 @@ export function createHostOriginCheck(policy: HostOriginPolicy): (req: IncomingM
 const ALLOWED_REQUEST_HEADERS =
   'authorization, content-type, accept, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name, last-event-id, traceparent, tracestate'
 
-/** What a browser page may read besides the safelisted headers: the token challenge and when to retry. */
-const EXPOSED_HEADERS = 'www-authenticate, retry-after, mcp-session-id'
+/** What a browser page may read besides the safelisted headers: the token challenge, when to retry, its call's request id (gateway.ts). */
+const EXPOSED_HEADERS = 'www-authenticate, retry-after, mcp-session-id, toolbridge-request-id'
 
 /** How long a browser may reuse a preflight's answer (seconds). */
 const PREFLIGHT_MAX_AGE = '600'

@@ -36,6 +36,8 @@ export interface CallOptions {
   signal?: AbortSignal
   /** W3C trace context (traceparent, tracestate, baggage) to send in the request's properties. */
   traceContext?: Readonly<Record<string, string>> | undefined
+  /** Told the request's `id` before it is published: the bridge reports the request by it. */
+  onId?: (id: string) => void
 }
 
 /**
@@ -123,6 +125,7 @@ export class RequestClient {
     }
     const slot = this.freeSlots.pop() ?? this.slots.length
     const id = `${this.prefix}${slot}.${++this.sequence}`
+    options.onId?.(id)
     const timeoutMs = options.timeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS
     const { signal } = options
     return new Promise<string>((resolve, reject) => {

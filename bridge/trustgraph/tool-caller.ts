@@ -22,6 +22,8 @@ export interface ToolCallOptions {
   signal?: AbortSignal
   /** The caller's W3C trace context, passed on in the request's properties. */
   traceContext?: Readonly<Record<string, string>> | undefined
+  /** Told the request's `id` (its correlation id on the broker) when it is sent. */
+  onId?: (id: string) => void
 }
 
 export interface ToolCaller {
@@ -72,6 +74,7 @@ export function createToolCaller(services: ToolServiceSpec[], transport: Transpo
           onChunk: entry.spec.response === 'stream' ? (options.onChunk ?? (() => {})) : undefined,
           signal: options.signal,
           traceContext: options.traceContext,
+          onId: options.onId,
         },
       )
     },

@@ -1,12 +1,11 @@
 /**
  * What the web console shows besides the tools: every request the bridge
- * answers (through the same observations as /metrics), and the state of the
+ * answers (its timing and size, the same duration /metrics observes), and the state of the
  * code `toolbridge dev` serves. It outlives a restart of the bridge (a
  * changed serverless.yml), so the log and charts go on where they were.
  */
-import type { ErrorKind } from '../../../shared/errors.ts'
 import { wireErrorType } from '../../../shared/protocol.ts'
-import type { BridgeMetrics } from '../../support/metrics.ts'
+import type { AnsweredRequest } from '../../core/bridge.ts'
 import { RequestLog } from './request-log.ts'
 import { ToolStats } from './tool-stats.ts'
 
@@ -45,28 +44,12 @@ export class ConsoleFeed {
     return () => this.statusListeners.delete(listener)
   }
 
-  answered(service: string, tool: string, errorKind: ErrorKind | undefined, seconds: number): void {
+  /** The bridge's `onAnswered`: one row of the log, one observation of the charts. */
+  readonly answered = (request: AnsweredRequest): void => {
     const at = Date.now()
-    const ms = seconds * 1000
-    this.log.add({ at, service, tool, outcome: errorKind === undefined ? 'ok' : wireErrorType(errorKind), ms })
-    this.stats.observe(tool, errorKind === undefined, ms, at)
-  }
-
-  /** `metrics` that also tell this feed of each answered request. */
-  watching(metrics: BridgeMetrics): BridgeMetrics {
-    return {
-      transportReconnected: (transport) => metrics.transportReconnected(transport),
-      forService: (service) => {
-        const inner = metrics.forService(service)
-        // Every other measure passes through as it is.
-        return {
-          ...inner,
-          answered: (tool, errorKind, seconds) => {
-            inner.answered(tool, errorKind, seconds)
-            this.answered(service, tool, errorKind, seconds)
-          },
-        }
-      },
-    }
+    const { service, tool, id, errorKind, queueMs, invokeMs, totalMs, answerBytes } = request
+    const outcome = errorKind === undefined ? 'ok' : wireErrorType(errorKind)
+    this.log.add({ at, service, tool, id, outcome, ms: totalMs, queueMs, invokeMs, bytes: answerBytes })
+    this.stats.observe(tool, errorKind === undefined, totalMs, at)
   }
 }

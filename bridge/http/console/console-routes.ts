@@ -6,7 +6,7 @@
  * to POST /tools/<tool> like any client's.
  *
  *   GET /                      the page (assets/index.html)
- *   GET /console/app.js|css    its script and style
+ *   GET /console/app.js|css    its script (and the module it imports) and style
  *   GET /console/api/tools     services, tools, their TrustGraph descriptors and MCP schemas
  *   GET /console/api/events    server-sent events: `request` per answered request, `status` of the code
  *   GET /console/api/stats     per tool and minute: requests, errors, p50/p99 latency
@@ -21,10 +21,11 @@ import type { ConsoleFeed } from './console-feed.ts'
 
 const asset = (name: string) => readFileSync(new URL(`./assets/${name}`, import.meta.url))
 
-/** Read once: the console is three small files. */
+/** Read once: the console is four small files. */
 const ASSETS = new Map<string, { type: string; body: Buffer }>([
   ['/', { type: 'text/html; charset=utf-8', body: asset('index.html') }],
   ['/console/app.js', { type: 'text/javascript; charset=utf-8', body: asset('app.js') }],
+  ['/console/awaited-reports.js', { type: 'text/javascript; charset=utf-8', body: asset('awaited-reports.js') }],
   ['/console/app.css', { type: 'text/css; charset=utf-8', body: asset('app.css') }],
 ])
 

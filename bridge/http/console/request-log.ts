@@ -11,10 +11,18 @@ export interface LoggedRequest {
   service: string
   /** '' when the request's tool could not be told. */
   tool: string
+  /** The request's correlation id: a caller that knows it finds its own request. */
+  id: string
   /** `ok`, or the error type callers saw (`invalid-arguments`, `timeout`, ...). */
   outcome: string
   /** From taking the request to publishing its answer. */
   ms: number
+  /** Waiting on the broker before that; undefined without a believable broker timestamp. */
+  queueMs: number | undefined
+  /** The function's run; undefined when refused without invoking. */
+  invokeMs: number | undefined
+  /** Bytes of the answer as published. */
+  bytes: number
 }
 
 export interface RequestFilter {

@@ -1,10 +1,13 @@
 // The console's script: no framework and no build. Everything from
 // serverless.yml or an answer is set as text (textContent, attribute values),
 // never parsed as HTML, so a tool description with markup shows as written.
+import { AwaitedReports } from './awaited-reports.js'
 
 /** A streamed answer is shown up to this many characters; the call itself goes on to its end. */
 const RENDER_LIMIT = 200_000
 const LOG_ROWS = 500
+/** Calls whose timing the bridge has not reported yet, at most this many (a report may never come: the bridge restarted). */
+const AWAITED_REPORTS = 100
 const SVG = 'http://www.w3.org/2000/svg'
 
 const $ = (selector) => document.querySelector(selector)
@@ -61,6 +64,18 @@ function copyButton(label, text) {
     setTimeout(() => (button.textContent = label), 1500)
   }
   return button
+}
+
+/** Milliseconds as the console shows them: tenths below 10 ms. */
+const ms = (value) => `${value < 10 ? value.toFixed(1) : Math.round(value)} ms`
+
+/** Broker timestamps are whole milliseconds: no tenths for the wait they measure. */
+const queued = (entry, unknown) => (entry.queueMs === undefined ? unknown : `${Math.round(entry.queueMs)} ms`)
+
+function bytes(n) {
+  if (n < 1024) return `${n} B`
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`
 }
 
 function jsonBlock(title, value) {
@@ -170,7 +185,9 @@ async function runCall(tool, form, answer, streaming) {
   const user = form.elements.user.value
   const chunks = el('pre', { class: 'chunks' })
   const timing = el('p', { class: 'timing' }, 'calling…')
-  answer.append(timing, chunks)
+  const split = el('dl', { class: 'split', hidden: true })
+  answer.append(timing, split, chunks)
+  let requestId
   const started = performance.now()
   let firstChunkMs
   let chunkCount = 0
@@ -197,6 +214,8 @@ async function runCall(tool, form, answer, streaming) {
     const first = firstChunkMs === undefined ? '' : `, first chunk ${firstChunkMs} ms, ${chunkCount} chunks`
     const size = line.error ? '' : `, ${line.response.length} characters`
     timing.textContent = `${total} ms total${first}${size}`
+    // What the bridge saw of this call, from its report in the live log (before or after this answer).
+    if (requestId) awaited.await(requestId, log, (entry) => showSplit(split, entry, total))
     if (line.error) {
       answer.className = 'answer error'
       answer.append(el('p', { class: 'error-text' }, `${line.error.type}: ${line.error.message}`))
@@ -216,6 +235,7 @@ async function runCall(tool, form, answer, streaming) {
       body: JSON.stringify(user ? { arguments: args, user } : { arguments: args }),
     })
     if (res.status === 401) askForToken()
+    requestId = res.headers.get('toolbridge-request-id') ?? undefined
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
     let buffered = ''
     for (;;) {
@@ -238,6 +258,21 @@ async function runCall(tool, form, answer, streaming) {
   } catch (err) {
     finish({ error: { type: 'unavailable', message: err.message } })
   }
+}
+
+/** Where the time of a call went: waiting on the broker, the function, the rest of the bridge, and the way back. */
+function showSplit(split, entry, total) {
+  const parts = [
+    ['Queue', 'queue', queued(entry, 'unknown (no broker timestamp)')],
+    ['Invoke', 'invoke', entry.invokeMs === undefined ? 'not invoked' : ms(entry.invokeMs)],
+    ['In the bridge', 'bridge', ms(entry.ms)],
+    ['Total', 'total', `${total} ms`],
+    ['Answer', 'size', bytes(entry.bytes)],
+  ]
+  split.replaceChildren(
+    ...parts.flatMap(([label, part, text]) => [el('dt', {}, label), el('dd', { 'data-part': part }, text)]),
+  )
+  split.hidden = false
 }
 
 function renderServices(services) {
@@ -273,6 +308,10 @@ function renderServices(services) {
 // The request log, fed by server-sent events (read with fetch, so that the token can go in a header).
 const log = []
 let lastSeq = 0
+const awaited = new AwaitedReports(AWAITED_REPORTS)
+
+const splitTitle = (entry) =>
+  `queue ${queued(entry, 'unknown')}, invoke ${entry.invokeMs === undefined ? 'none' : ms(entry.invokeMs)}`
 
 function logRow(entry) {
   const ok = entry.outcome === 'ok'
@@ -282,7 +321,8 @@ function logRow(entry) {
     el('td', {}, new Date(entry.at).toLocaleTimeString()),
     el('td', {}, entry.tool || '(unknown)'),
     el('td', { class: ok ? 'outcome-ok' : 'outcome-error' }, entry.outcome),
-    el('td', {}, `${entry.ms < 10 ? entry.ms.toFixed(1) : Math.round(entry.ms)} ms`),
+    el('td', { title: splitTitle(entry) }, ms(entry.ms)),
+    el('td', {}, bytes(entry.bytes)),
   )
 }
 
@@ -313,6 +353,7 @@ function onEvent(type, data) {
     lastSeq = Math.max(lastSeq, data.seq)
     log.push(data)
     if (log.length > LOG_ROWS) log.shift()
+    awaited.reported(data)
     const outcome = $('#filter-outcome')
     if (data.outcome !== 'ok' && ![...outcome.options].some((o) => o.value === data.outcome))
       outcome.append(el('option', { value: data.outcome }, data.outcome))
