@@ -4,8 +4,8 @@
  */
 import { DEFAULT_WORKSPACE } from '../../shared/config-protocol.ts'
 import { ConfigError, UsageError } from '../../shared/errors.ts'
-import { parseQueueName, QueueNameError } from '../../shared/queues.ts'
 import type { ToolServiceSpec } from './tool-services.ts'
+import { checkDeadLetterQueue } from './dead-letter-queue.ts'
 import { LOG_LEVELS, type LogLevel } from '../support/logger.ts'
 
 /** Invokers that run handlers on this machine, from their `handler:` files. */
@@ -278,24 +278,6 @@ function resolveGatewaySettings(flags: SettingFlags, env: Env): GatewaySettings 
         ? DEFAULT_GATEWAY_MAX_IN_FLIGHT
         : integer('--max-http-in-flight', maxInFlight, 1, 1_000_000),
   }
-}
-
-/** A dead-letter queue must keep what it is given until someone reads it: a persistent queue. */
-export function checkDeadLetterQueue(path: string, queue: string): string {
-  let parsed: ReturnType<typeof parseQueueName>
-  try {
-    parsed = parseQueueName(queue)
-  } catch (err) {
-    if (err instanceof QueueNameError) throw new ConfigError(path, err.message)
-    throw err
-  }
-  if (!parsed.persistent) {
-    throw new ConfigError(
-      path,
-      `"${queue}" is not persistent: a dead-letter queue must keep its messages (a "flow:" queue or a persistent:// topic)`,
-    )
-  }
-  return queue
 }
 
 function resolveDeliveryDefaults(flags: SettingFlags, env: Env): DeliveryDefaults {

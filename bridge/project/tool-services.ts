@@ -15,7 +15,7 @@ import {
   TEMPLATE_PATH,
   TEMPLATE_PLACEHOLDER,
 } from '../../shared/tool-service-schema.ts'
-import { checkDeadLetterQueue } from './settings.ts'
+import { checkDeadLetterQueue } from './dead-letter-queue.ts'
 import * as generated from './tool-service-validators.generated.ts'
 
 export interface ConfigParam {
