@@ -18,7 +18,7 @@ import { silentLogger, type Logger } from './support/logger.ts'
 import { createTransport } from './transports/create-transport.ts'
 import { MemoryBroker } from './transports/memory/memory-transport.ts'
 import type { Transport } from './transports/transport.ts'
-import { startTracing } from './tracing/tracing.ts'
+import { startTracing } from './tracing/start-tracing.ts'
 
 /** After the bridge has drained, how long HTTP callers wait for answers still on their way through the broker. */
 const ANSWER_GRACE_MS = 500

@@ -1,13 +1,11 @@
 /**
  * What the bridge asks of tracing, without OpenTelemetry in its imports: the
  * SDK (otel-tracing.ts) is imported only when the environment turns tracing
- * on. Off, `startTracing` resolves to undefined and the bridge's only cost is
- * one `if` per request.
+ * on (start-tracing.ts). Off, the bridge's only cost is one `if` per request.
  */
 import type { FunctionTarget, InvocationTrace, Outcome } from '../invokers/invoker.ts'
 import type { Logger } from '../support/logger.ts'
 import type { Properties } from '../transports/transport.ts'
-import { tracingSettings } from './tracing-settings.ts'
 
 /** A request as taken from its queue. */
 export interface TracedRequest {
@@ -50,15 +48,4 @@ export interface TracingOptions {
   /** Spans that could not be exported: the queue was full, or the exporter failed. */
   onDropped?: (spans: number) => void
   logger?: Logger
-}
-
-/** Tracing as the environment (OTEL_*) asks for it, or undefined when it is off; a ConfigError for a value it cannot honour. */
-export async function startTracing(
-  env: Readonly<Record<string, string | undefined>>,
-  options: TracingOptions,
-): Promise<Tracing | undefined> {
-  const settings = tracingSettings(env)
-  if (settings === undefined) return undefined
-  const { createOtelTracing } = await import('./otel-tracing.ts')
-  return createOtelTracing(settings, options)
 }
