@@ -105,6 +105,32 @@ describe('worker threads on demand', () => {
   })
 })
 
+describe('a call behind a slow one', () => {
+  it('is answered while the slow one still holds its worker: the pool starts another', async () => {
+    const pool = start({ warm: 1 })
+    const fn = target(4)
+    expect(await pool.prepare(fn)).toBeUndefined()
+    const slow = await heldAtOnce(pool, fn, 1)
+    const quick = await Promise.all(Array.from({ length: 20 }, () => call(pool, fn)))
+    expect(quick).toHaveLength(20)
+    const [held] = await slow.open()
+    expect(quick).not.toContain(held)
+    expect(pool.environments('thread')).toBeGreaterThan(1)
+  })
+
+  it('gets a worker of its own while every worker holds a slow one, up to concurrency', async () => {
+    const pool = start({ warm: 1 })
+    const fn = target(3)
+    expect(await pool.prepare(fn)).toBeUndefined()
+    const first = await heldAtOnce(pool, fn, 1)
+    const second = await heldAtOnce(pool, fn, 1)
+    const third = await heldAtOnce(pool, fn, 1)
+    expect(pool.environments('thread')).toBe(3)
+    const threads = [...(await first.open()), ...(await second.open()), ...(await third.open())]
+    expect(new Set(threads).size).toBe(3)
+  })
+})
+
 describe('idle worker threads', () => {
   it('are ended after the idle timeout down to the warm one, which then serves, and the pool grows again', async () => {
     const pool = start({ idleTimeoutMs: 50, warm: 1 })
