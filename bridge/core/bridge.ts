@@ -214,20 +214,14 @@ export function createBridge(options: BridgeOptions): Bridge {
     metrics.received(taken.tool, delivery.redelivered)
     const properties = { [ID_PROPERTY]: id }
     let answerBytes = 0
-    const publish: Publish =
-      trace === undefined
-        ? (body) => {
-            ticket.record(body)
-            answerBytes += body.byteLength
-            return transport.publish(spec.responseQueue, body, properties)
-          }
-        : (body, last) => {
-            ticket.record(body)
-            answerBytes += body.byteLength
-            return trace.send(spec.responseQueue, properties, last, (traced) =>
-              transport.publish(spec.responseQueue, body, traced),
-            )
-          }
+    const publish: Publish = (body, last) => {
+      ticket.record(body)
+      answerBytes += body.byteLength
+      if (trace === undefined) return transport.publish(spec.responseQueue, body, properties)
+      return trace.send(spec.responseQueue, properties, last, (traced) =>
+        transport.publish(spec.responseQueue, body, traced),
+      )
+    }
     const responder = createResponder(spec.response, publish, transport.maxMessageBytes)
     try {
       // Once given back (drain timeout), another consumer answers it: publish nothing more.
