@@ -10,7 +10,7 @@
  * The memory is this process's: a redelivery to another replica, or after a
  * restart, runs again (README, "Delivery guarantees").
  */
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { BoundedMemory, type BoundedMemoryLimits } from '../support/bounded-memory.ts'
 
 /** The answer's messages as published, in order (the last one carries `end_of_stream`). */
@@ -28,7 +28,8 @@ export function createAnsweredOnce(limits: BoundedMemoryLimits): AnsweredOnce {
   return {
     keyOf(id, body) {
       if (id === undefined || id === '') return undefined
-      return `${id}\n${createHash('sha256').update(body).digest('base64')}`
+      // One-shot: about a third cheaper than createHash().update().digest() for a request's body.
+      return `${id}\n${hash('sha256', body, 'base64')}`
     },
     recall: (key, now) => memory.get(key, now),
     remember(key, messages, now) {
