@@ -18,10 +18,21 @@
  *   BENCH_NODE_ARGS   options for node before the command (say --max-semi-space-size=1), to measure one
  *   BENCH_OUT         JSON path (default bench/results/memory.json)
  */
-import { spawn } from 'node:child_process'
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { fmt, fmtInt, loadAverage, machineInfo, describeMachine, numberEnv, ROOT, writeResults } from './support.ts'
+import {
+  type ChildBridge,
+  describeMachine,
+  fmt,
+  fmtInt,
+  loadAverage,
+  machineInfo,
+  numberEnv,
+  ROOT,
+  rssMiB,
+  startChildBridge,
+  writeResults,
+} from './support.ts'
 
 const TOTAL = Math.floor(numberEnv('BENCH_REQUESTS', 10_000, 1))
 const IN_FLIGHT = Math.floor(numberEnv('BENCH_INFLIGHT', 16, 1))
@@ -35,9 +46,8 @@ const YML = resolve(ROOT, `.memory-${process.pid}.serverless.yml`)
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 
 function memory(pid: number): { rssMiB: number; threads: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   return {
-    rssMiB: Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1]) / 1024,
+    rssMiB: rssMiB(pid),
     threads: readdirSync(`/proc/${pid}/task`).length,
   }
 }
@@ -56,44 +66,22 @@ function writeYml(): void {
   )
 }
 
-async function startBridge(): Promise<{ pid: number; url: string; stop(): Promise<void> }> {
+function startBridge(): Promise<ChildBridge> {
   writeYml()
-  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
-  const child = spawn(
-    process.execPath,
-    [
-      ...NODE_ARGS,
-      'bridge/cli/toolbridge.js',
-      '-c',
-      YML,
-      'start',
-      '--invoker',
-      INVOKER,
-      '--port',
-      '0',
-      '--log-level',
-      'warn',
-    ],
-    { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] },
-  )
-  let out = ''
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    child.stdout!.on('data', (data: Buffer) => {
-      out += data.toString()
-      const match = /HTTP: (http:\/\/[^/\s]+)\/tools/.exec(out)
-      if (match) resolveUrl(match[1]!)
-    })
-    child.once('exit', (code) => reject(new Error(`toolbridge start exited (${code}):\n${out}`)))
-  })
-  return {
-    pid: child.pid!,
-    url,
-    stop: () =>
-      new Promise<void>((done) => {
-        child.once('exit', () => done())
-        child.kill('SIGTERM')
-      }).finally(() => rmSync(YML, { force: true })),
-  }
+  const args = [
+    ...NODE_ARGS,
+    'bridge/cli/toolbridge.js',
+    '-c',
+    YML,
+    'start',
+    '--invoker',
+    INVOKER,
+    '--port',
+    '0',
+    '--log-level',
+    'warn',
+  ]
+  return startChildBridge(args, YML)
 }
 
 async function callTool(url: string, n: number): Promise<boolean> {

@@ -36,8 +36,7 @@
  *   BENCH_BROKER     default TOOLBRIDGE_BROKER, else amqp://guest:guest@127.0.0.1:5672/
  *   BENCH_OUT        JSON path (default bench/results/soak.json); the SVG goes beside it
  */
-import { spawn } from 'node:child_process'
-import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { relative, resolve } from 'node:path'
 import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import { RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transport.ts'
@@ -54,7 +53,10 @@ import {
   printHeader,
   printRow,
   ROOT,
+  rssMiB,
+  startChildBridge,
   writeResults,
+  type ChildBridge,
   type Column,
 } from './support.ts'
 import { lineChartSvg } from './svg-chart.ts'
@@ -102,8 +104,7 @@ const SOAK_YML = resolve(ROOT, `.soak-${process.pid}.serverless.yml`)
 const SOAK_TOPIC = (topic: string) => `soak-${topic}`
 
 /** `toolbridge start` in a child process; resolves with its pid and HTTP address once it serves. */
-async function startBridge(): Promise<{ pid: number; url: string; stop(): Promise<void> }> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
+function startBridge(): Promise<ChildBridge> {
   const yml = readFileSync(resolve(ROOT, 'serverless.yml'), 'utf8').replace(
     /^( +topic: )(\S+)$/gm,
     (_, key: string, topic: string) =>
@@ -127,29 +128,7 @@ async function startBridge(): Promise<{ pid: number; url: string; stop(): Promis
     '--log-level',
     'warn',
   ]
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  let out = ''
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    child.stdout!.on('data', (data: Buffer) => {
-      out += data.toString()
-      const match = /HTTP: (http:\/\/[^/\s]+)\/tools/.exec(out)
-      if (match) resolveUrl(match[1]!)
-    })
-    child.once('exit', (code) => reject(new Error(`toolbridge start exited (${code}):\n${out}`)))
-  })
-  return {
-    pid: child.pid!,
-    url,
-    stop: () =>
-      new Promise<void>((done) => {
-        child.once('exit', () => done())
-        child.kill('SIGTERM')
-      }).finally(() => rmSync(SOAK_YML, { force: true })),
-  }
+  return startChildBridge(args, SOAK_YML)
 }
 
 /** utime + stime of a process, seconds (clock ticks of 1/100 s, as on Linux). */
@@ -157,12 +136,6 @@ function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(fields[11]) + Number(fields[12])) / 100
-}
-
-function rssMiB(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-  const kb = Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1])
-  return kb / 1024
 }
 
 /** Event-loop delay p99 (ms) and main-thread heap in use (MiB), from the bridge's own /metrics. */

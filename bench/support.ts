@@ -4,7 +4,8 @@
  * statistics, number formatting, a table printer, the machine description
  * and the results file.
  */
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { enableCompileCache } from 'node:module'
 import os from 'node:os'
 import { dirname, relative, resolve } from 'node:path'
@@ -343,4 +344,47 @@ export function writeResults(path: string, result: object): void {
   mkdirSync(dirname(path), { recursive: true })
   writeFileSync(path, JSON.stringify(result, null, 2) + '\n')
   console.log(`\nwrote ${relative(process.cwd(), path) || path}`)
+}
+
+/** A `toolbridge start` in a child process, serving HTTP. */
+export interface ChildBridge {
+  pid: number
+  /** Its HTTP address, as it printed it. */
+  url: string
+  /** SIGTERM, then the serverless.yml written for it is removed. */
+  stop(): Promise<void>
+}
+
+/**
+ * Spawns node with `args` (the bridge's command line, with `--port 0`) in the
+ * repository, without the TOOLBRIDGE_* variables of this shell, and resolves
+ * once it prints where it serves HTTP. `yml` is removed when it stops.
+ */
+export async function startChildBridge(args: string[], yml: string): Promise<ChildBridge> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] })
+  let out = ''
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    child.stdout!.on('data', (data: Buffer) => {
+      out += data.toString()
+      const match = /HTTP: (http:\/\/[^/\s]+)\/tools/.exec(out)
+      if (match) resolveUrl(match[1]!)
+    })
+    child.once('exit', (code) => reject(new Error(`toolbridge start exited (${code}):\n${out}`)))
+  })
+  return {
+    pid: child.pid!,
+    url,
+    stop: () =>
+      new Promise<void>((done) => {
+        child.once('exit', () => done())
+        child.kill('SIGTERM')
+      }).finally(() => rmSync(yml, { force: true })),
+  }
+}
+
+/** Resident memory of a process, MiB (Linux /proc). */
+export function rssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  return Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1]) / 1024
 }
