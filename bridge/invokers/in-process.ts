@@ -54,8 +54,9 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
     // One promise and one timer per invocation; no Promise.race and no separate timeout promise.
     return new Promise<Outcome>((resolve) => {
       let finished = false
-      // Over when it ends or times out, and when its caller cancels it: the caller's abort is
-      // passed on by a listener (AbortSignal.any costs ~2 µs a call, measured).
+      // Aborted when the call's time is up and when its caller cancels it, as in a worker thread;
+      // not when the handler ends by itself (an abort builds a DOMException: ~10 µs a call,
+      // measured). The caller's abort is passed on by a listener (AbortSignal.any: ~2 µs a call).
       const over = new AbortController()
       const cancel = () => over.abort()
       const finish = (outcome: Outcome) => {
@@ -63,18 +64,13 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
         finished = true
         clearTimeout(timer)
         signal?.removeEventListener('abort', cancel)
-        over.abort()
         resolve(outcome)
       }
-      const timer = setTimeout(
-        () =>
-          finish({
-            ok: false,
-            kind: 'timeout',
-            message: `function "${target.functionName}" timed out after ${target.timeoutMs} ms`,
-          }),
-        target.timeoutMs,
-      )
+      const timer = setTimeout(() => {
+        const message = `function "${target.functionName}" timed out after ${target.timeoutMs} ms`
+        over.abort(new DOMException(message, 'TimeoutError'))
+        finish({ ok: false, kind: 'timeout', message })
+      }, target.timeoutMs)
       if (signal?.aborted) over.abort()
       else signal?.addEventListener('abort', cancel, { once: true })
       const requestId = randomUUID()
