@@ -726,7 +726,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
         functionName: target.functionName,
         maxStreamBytes: this.maxStreamBytes,
         compileCacheDir: getCompileCacheDir(),
-        measureOffHeap: target.memoryMb !== undefined,
+        offHeapLimitBytes: target.memoryMb === undefined ? undefined : target.memoryMb * MB,
       },
       memoryMb: target.memoryMb,
       env: functionEnvironment(target, this.baseDir),

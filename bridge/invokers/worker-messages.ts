@@ -17,8 +17,8 @@ export interface WorkerSetup {
   maxStreamBytes: number
   /** The bridge's compile cache, if it has one (worker-entry.js). */
   compileCacheDir: string | undefined
-  /** Whether the function has a memorySize to hold its off-heap memory to: only then is it measured. */
-  measureOffHeap: boolean
+  /** The function's memorySize in bytes, what its off-heap memory is held to; undefined: not measured. */
+  offHeapLimitBytes: number | undefined
 }
 
 /** One invocation as sent to a worker; `id` names it in every message about it. */

@@ -47,6 +47,19 @@ interface Active {
 }
 const active = new Map<number, Active>()
 
+/**
+ * Buffer and ArrayBuffer bytes this environment holds, for the main thread to compare with memorySize
+ * (off-heap memory has no limit of its own in a worker); 0 when under it, or without a memorySize.
+ * process.memoryUsage() reads /proc/self/stat for the RSS it also gives (~6 µs and three system calls
+ * a batch, measured), so V8's count of external memory, which includes those bytes and costs ~0.8 µs,
+ * is read first: only an environment over its limit by that count pays for the exact one.
+ */
+function offHeapBytes(): number {
+  const limit = setup.offHeapLimitBytes
+  if (limit === undefined || getHeapStatistics().external_memory <= limit) return 0
+  return process.memoryUsage().arrayBuffers
+}
+
 /** Ends waiting to be sent: those that finish in one turn of the event loop go in one message. */
 let ends: InvocationEnd[] = []
 let flushing = false
@@ -54,9 +67,7 @@ let flushing = false
 function flushEnds(): void {
   flushing = false
   if (ends.length === 0) return
-  // Off-heap memory has no limit of its own in a worker: the main thread compares this with memorySize.
-  // process.memoryUsage() costs several µs a call, so only a function with a limit pays for it, once a batch.
-  send({ type: 'ended', ends, arrayBufferBytes: setup.measureOffHeap ? process.memoryUsage().arrayBuffers : 0 })
+  send({ type: 'ended', ends, arrayBufferBytes: offHeapBytes() })
   ends = []
 }
 
