@@ -115,7 +115,7 @@ function startBridge(): Promise<ChildBridge> {
   writeFileSync(SOAK_YML, yml)
   const args = [
     ...BRIDGE_NODE_OPTIONS.split(' ').filter(Boolean),
-    'bridge/cli/main.ts',
+    'bridge/cli/toolbridge.js',
     '-c',
     SOAK_YML,
     'start',
