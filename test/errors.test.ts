@@ -8,6 +8,8 @@ import { ConfigError, isToolbridgeError, messageOf, ToolbridgeError } from '../s
 import { encodeResponse, errorResponse, ID_PROPERTY } from '../shared/protocol.ts'
 import { parseQueueName, QueueNameError } from '../shared/queues.ts'
 import { HttpError } from '../bridge/http/responses.ts'
+import { CallerGoneError } from '../bridge/http/admission.ts'
+import { StreamTooLarge } from '../bridge/invokers/run-handler.ts'
 import { createRetry, isRetriable, RetriesExhaustedError, RetryableAttempt } from '../bridge/support/retry.ts'
 import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory/memory-transport.ts'
 import { RequestClient, ToolCallError, ToolCallTimeoutError } from '../bridge/trustgraph/request-client.ts'
@@ -67,6 +69,24 @@ describe('ToolbridgeError and ConfigError', () => {
 })
 
 describe('each error is a ToolbridgeError with its kind', () => {
+  it('CallerGoneError: the HTTP caller left before its call was sent, nothing to retry', () => {
+    const error = new CallerGoneError('caller gone before the call was sent')
+    expect(error).toBeInstanceOf(ToolbridgeError)
+    expect(error).toMatchObject({ name: 'CallerGoneError', kind: 'unavailable', retriable: false })
+    expect(isRetriable(error)).toBe(false)
+  })
+
+  it('StreamTooLarge: a stream past its byte limit is too large', () => {
+    const error = new StreamTooLarge(1024)
+    expect(error).toBeInstanceOf(ToolbridgeError)
+    expect(error).toMatchObject({
+      name: 'StreamTooLarge',
+      kind: 'too-large',
+      retriable: false,
+      message: 'the function streamed more than 1024 bytes, the limit of one response',
+    })
+  })
+
   it('QueueNameError: a configuration mistake, never retried', () => {
     const error = thrownBy(() => parseQueueName('joke'))
     expect(error).toBeInstanceOf(QueueNameError)

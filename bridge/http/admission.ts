@@ -12,6 +12,7 @@
  *   broker, one gateway then sends a service no more than one replica
  *   takes at once.)
  */
+import { ToolbridgeError } from '../../shared/errors.ts'
 import { ToolCallTimeoutError } from '../trustgraph/request-client.ts'
 import type { ToolCaller } from '../trustgraph/tool-caller.ts'
 import { HttpError } from './responses.ts'
@@ -48,9 +49,12 @@ export class InFlightCap {
   }
 }
 
-/** The caller went away while its call waited: it was never sent. */
-export class CallerGoneError extends Error {
-  override name = 'CallerGoneError'
+/** The caller went away while its call waited: it was never sent (so nothing to retry). */
+export class CallerGoneError extends ToolbridgeError {
+  constructor(message: string) {
+    super('unavailable', message)
+    this.name = 'CallerGoneError'
+  }
 }
 
 interface Waiter {

@@ -7,6 +7,7 @@ import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { isChunkStream } from '../../shared/handler.ts'
 import { resultText } from '../../shared/protocol.ts'
+import { ToolbridgeError } from '../../shared/errors.ts'
 
 export type LambdaHandler = (event: unknown, context: LambdaContext) => unknown
 
@@ -104,9 +105,9 @@ export function lambdaContext(
 export const DEFAULT_MAX_STREAM_BYTES = 20 * 1024 * 1024
 
 /** A stream went past its byte limit; the invokers answer it with too-large. */
-export class StreamTooLarge extends Error {
+export class StreamTooLarge extends ToolbridgeError {
   constructor(maxBytes: number) {
-    super(`the function streamed more than ${maxBytes} bytes, the limit of one response`)
+    super('too-large', `the function streamed more than ${maxBytes} bytes, the limit of one response`)
     this.name = 'StreamTooLarge'
   }
 }
