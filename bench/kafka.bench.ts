@@ -80,6 +80,7 @@ import {
   writeResults,
   type Call,
   type Column,
+  runBench,
 } from './support.ts'
 
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
@@ -409,10 +410,4 @@ async function main(): Promise<void> {
   })
 }
 
-try {
-  await main()
-  process.exit(0)
-} catch (err) {
-  console.error(`\nbench failed: ${(err as Error).message}`)
-  process.exit(1)
-}
+await runBench(main)

@@ -68,20 +68,7 @@ function writeYml(): void {
 
 function startBridge(): Promise<ChildBridge> {
   writeYml()
-  const args = [
-    ...NODE_ARGS,
-    'bridge/cli/toolbridge.js',
-    '-c',
-    YML,
-    'start',
-    '--invoker',
-    INVOKER,
-    '--port',
-    '0',
-    '--log-level',
-    'warn',
-  ]
-  return startChildBridge(args, YML)
+  return startChildBridge({ yml: YML, invoker: INVOKER, nodeArgs: NODE_ARGS })
 }
 
 async function callTool(url: string, n: number): Promise<boolean> {

@@ -76,6 +76,7 @@ import {
   type Column,
   type LoopStats,
   type Probe,
+  runBench,
 } from './support.ts'
 
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
@@ -406,10 +407,4 @@ async function main(): Promise<void> {
   })
 }
 
-try {
-  await main()
-  process.exit(0)
-} catch (err) {
-  console.error(`\nbench failed: ${(err as Error).message}`)
-  process.exit(1)
-}
+await runBench(main)

@@ -104,6 +104,7 @@ import {
   type Column,
   type LoopStats,
   type Probe,
+  runBench,
 } from './support.ts'
 
 // ---------------------------------------------------------------- settings
@@ -676,10 +677,6 @@ async function main(): Promise<void> {
   writeResults(OUT, result)
 }
 
-try {
-  await main()
-} catch (err) {
-  console.error(`\nbench failed: ${(err as Error).message}`)
+await runBench(main, () => {
   if (disturbance !== undefined) console.error('no results written: rerun when nothing else uses the broker')
-  process.exit(1)
-}
+})

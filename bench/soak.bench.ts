@@ -113,22 +113,12 @@ function startBridge(): Promise<ChildBridge> {
       (PER_WORKER === undefined ? '' : `\n${key.replace('topic: ', 'invocationsPerWorker: ')}${PER_WORKER}`),
   )
   writeFileSync(SOAK_YML, yml)
-  const args = [
-    ...BRIDGE_NODE_OPTIONS.split(' ').filter(Boolean),
-    'bridge/cli/toolbridge.js',
-    '-c',
-    SOAK_YML,
-    'start',
-    '--broker',
-    BROKER,
-    '--invoker',
-    INVOKER,
-    '--port',
-    '0',
-    '--log-level',
-    'warn',
-  ]
-  return startChildBridge(args, SOAK_YML)
+  return startChildBridge({
+    yml: SOAK_YML,
+    invoker: INVOKER,
+    broker: BROKER,
+    nodeArgs: BRIDGE_NODE_OPTIONS.split(' ').filter(Boolean),
+  })
 }
 
 /** utime + stime of a process, seconds (clock ticks of 1/100 s, as on Linux). */

@@ -346,6 +346,21 @@ export function writeResults(path: string, result: object): void {
   console.log(`\nwrote ${relative(process.cwd(), path) || path}`)
 }
 
+/**
+ * Runs a bench's `main` and exits: 0 when it ends, 1 with one line when it
+ * throws (a broker client left open would otherwise keep the process alive).
+ */
+export async function runBench(main: () => Promise<void>, onFailure?: () => void): Promise<never> {
+  try {
+    await main()
+    process.exit(0)
+  } catch (err) {
+    console.error(`\nbench failed: ${(err as Error).message}`)
+    onFailure?.()
+    process.exit(1)
+  }
+}
+
 /** A `toolbridge start` in a child process, serving HTTP. */
 export interface ChildBridge {
   pid: number
@@ -356,11 +371,34 @@ export interface ChildBridge {
 }
 
 /**
- * Spawns node with `args` (the bridge's command line, with `--port 0`) in the
- * repository, without the TOOLBRIDGE_* variables of this shell, and resolves
- * once it prints where it serves HTTP. `yml` is removed when it stops.
+ * Runs `toolbridge start` as users run it (through the command, with the
+ * settings it starts with) on `yml`, HTTP on a free port, in the repository,
+ * without the TOOLBRIDGE_* variables of this shell; resolves once it prints
+ * where it serves HTTP. `yml` is removed when it stops.
  */
-export async function startChildBridge(args: string[], yml: string): Promise<ChildBridge> {
+export async function startChildBridge(options: {
+  yml: string
+  invoker: string
+  /** Default: the embedded broker. */
+  broker?: string
+  /** Options for node before the command. */
+  nodeArgs?: string[]
+}): Promise<ChildBridge> {
+  const { yml, invoker, broker, nodeArgs = [] } = options
+  const args = [
+    ...nodeArgs,
+    'bridge/cli/toolbridge.js',
+    '-c',
+    yml,
+    'start',
+    ...(broker === undefined ? [] : ['--broker', broker]),
+    '--invoker',
+    invoker,
+    '--port',
+    '0',
+    '--log-level',
+    'warn',
+  ]
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] })
   let out = ''

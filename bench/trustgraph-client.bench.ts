@@ -69,6 +69,7 @@ import {
   ROOT,
   writeResults,
   type Column,
+  runBench,
 } from './support.ts'
 
 const BROKERS = listEnv('BENCH_BROKERS', 'rabbitmq,pulsar') as Broker[]
@@ -322,10 +323,4 @@ async function main(): Promise<void> {
   })
 }
 
-try {
-  await main()
-  process.exit(0)
-} catch (err) {
-  console.error(`\nbench failed: ${(err as Error).message}`)
-  process.exit(1)
-}
+await runBench(main)
