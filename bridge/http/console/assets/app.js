@@ -236,24 +236,15 @@ async function runCall(tool, form, answer, streaming) {
     })
     if (res.status === 401) askForToken()
     requestId = res.headers.get('toolbridge-request-id') ?? undefined
-    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
-    let buffered = ''
-    for (;;) {
-      const { value, done } = await reader.read()
-      if (done) break
-      buffered += value
-      const lines = buffered.split('\n')
-      buffered = lines.pop()
-      for (const text of lines) {
-        if (text === '') continue
-        const line = JSON.parse(text)
-        if (line.chunk !== undefined) {
-          chunkCount++
-          firstChunkMs ??= Math.round(performance.now() - started)
-          if (streaming) show(line.chunk)
-          timing.textContent = `${chunkCount} chunks so far…`
-        } else finish(line)
-      }
+    for await (const text of pieces(res, '\n')) {
+      if (text === '') continue
+      const line = JSON.parse(text)
+      if (line.chunk !== undefined) {
+        chunkCount++
+        firstChunkMs ??= Math.round(performance.now() - started)
+        if (streaming) show(line.chunk)
+        timing.textContent = `${chunkCount} chunks so far…`
+      } else finish(line)
     }
   } catch (err) {
     finish({ error: { type: 'unavailable', message: err.message } })
@@ -368,28 +359,33 @@ function onEvent(type, data) {
   }
 }
 
+/** A response body's text as it arrives, cut at each `separator` (a last piece without one is dropped). */
+async function* pieces(res, separator) {
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
+  let buffered = ''
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) return
+    buffered += value
+    const cut = buffered.split(separator)
+    buffered = cut.pop()
+    yield* cut
+  }
+}
+
 async function followEvents() {
   for (;;) {
     try {
       const res = await fetch(`/console/api/events?after=${lastSeq}`, { headers: headers() })
       if (res.status === 401) return askForToken()
-      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
-      let buffered = ''
-      for (;;) {
-        const { value, done } = await reader.read()
-        if (done) break
-        buffered += value
-        const events = buffered.split('\n\n')
-        buffered = events.pop()
-        for (const block of events) {
-          let type = 'message'
-          let data = ''
-          for (const line of block.split('\n')) {
-            if (line.startsWith('event: ')) type = line.slice(7)
-            else if (line.startsWith('data: ')) data += line.slice(6)
-          }
-          if (data) onEvent(type, JSON.parse(data))
+      for await (const block of pieces(res, '\n\n')) {
+        let type = 'message'
+        let data = ''
+        for (const line of block.split('\n')) {
+          if (line.startsWith('event: ')) type = line.slice(7)
+          else if (line.startsWith('data: ')) data += line.slice(6)
         }
+        if (data) onEvent(type, JSON.parse(data))
       }
     } catch {
       // The bridge restarted or went away: try again shortly.
