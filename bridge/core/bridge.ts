@@ -161,7 +161,7 @@ export function createBridge(options: BridgeOptions): Bridge {
     served: Served,
     event: unknown,
     onChunk: (text: string) => void,
-    signal: AbortSignal,
+    signal: AbortSignal | undefined,
     trace: RequestTrace | undefined,
   ): Promise<Outcome> {
     const invocation = { target: served.spec, event, onChunk, signal }

@@ -13,6 +13,18 @@ const REMEMBERED = 4096
 
 const listeners = new Map<string, () => void>()
 const cancelled = new Set<string>()
+/**
+ * Until a caller in this process holds a signal for a call, no request can
+ * be cancelled: the bridge then gives its requests no signal, and allocates
+ * and registers nothing for them.
+ */
+let callersMayCancel = false
+const NOT_CANCELLABLE = { signal: undefined, release: () => {} }
+
+/** A caller in this process holds an AbortSignal for its call: said before the call is published. */
+export function callerMayCancel(): void {
+  callersMayCancel = true
+}
 
 /** The caller of request `id` gave up on it. */
 export function cancelCall(id: string): void {
@@ -25,11 +37,12 @@ export function cancelCall(id: string): void {
 
 /**
  * A signal aborted when request `id` is cancelled (at once, if it was
- * already), and the way to stop listening; a request without an id cannot be.
+ * already), and the way to stop listening; none for a request without an id,
+ * or while no caller in this process can cancel.
  */
-export function cancellationOf(id: string | undefined): { signal: AbortSignal; release(): void } {
+export function cancellationOf(id: string | undefined): { signal: AbortSignal | undefined; release(): void } {
+  if (id === undefined || !callersMayCancel) return NOT_CANCELLABLE
   const controller = new AbortController()
-  if (id === undefined) return { signal: controller.signal, release: () => {} }
   if (cancelled.delete(id)) controller.abort()
   else listeners.set(id, () => controller.abort())
   return { signal: controller.signal, release: () => void listeners.delete(id) }

@@ -4,7 +4,7 @@
  * responses matched by `id`, the first message resolving a plain call and
  * chunks concatenated until `end_of_stream` for a streaming one.
  */
-import { cancelCall } from '../support/cancellations.ts'
+import { callerMayCancel, cancelCall } from '../support/cancellations.ts'
 import { randomUUID } from 'node:crypto'
 import { isToolbridgeError, ToolbridgeError } from '../../shared/errors.ts'
 import {
@@ -128,6 +128,7 @@ export class RequestClient {
     options.onId?.(id)
     const timeoutMs = options.timeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS
     const { signal } = options
+    if (signal) callerMayCancel()
     return new Promise<string>((resolve, reject) => {
       const timer = setTimeout(
         () => this.settle(id, new ToolCallTimeoutError(`no answer on ${this.responseQueue} within ${timeoutMs} ms`)),
