@@ -109,6 +109,11 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
       start: () => pulsarScript('start', { PULSAR_KEEP_DATA: '1' }).then(() => {}),
     },
     // A persistent topic: Pulsar redelivers a nacked message there.
+    burstQueues: {
+      requestQueue: 'persistent://tg/request/joke-burst',
+      responseQueue: 'persistent://tg/response/joke-burst',
+      why: 'non-persistent topics drop what a backed-up connection cannot take, by design',
+    },
     flowControl: { queue: () => `flow:tg:pulsar-nack-${randomUUID().slice(0, 8)}`, nackedComesBackLast: true },
     unreachable: {
       transport: () =>
