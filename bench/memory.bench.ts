@@ -1,21 +1,29 @@
 /**
  * Memory of `toolbridge start` as users run it: the repository's
  * serverless.yml (the three examples) on the embedded broker, worker threads,
- * in a process of its own. RSS from /proc/<pid>/status: 3 s after it serves
- * (idle), right after BENCH_REQUESTS HTTP calls at BENCH_INFLIGHT in flight
- * spread over the three tools (8 in 10 tell-joke, 1 calculate, 1 tell-story),
- * and 10 s later; with the process's thread count (each worker thread adds one).
+ * in a process of its own. RSS from /proc/<pid>/status, with the process's
+ * thread count (each worker thread adds one):
+ * - idle 3 s after it serves, while start-up's garbage and the thread that
+ *   checked the handlers load are still being given back, and idle once it
+ *   has settled (BENCH_IDLE_SECONDS after it serves);
+ * - right after BENCH_REQUESTS HTTP calls at BENCH_INFLIGHT in flight spread
+ *   over the three tools (8 in 10 tell-joke, 1 calculate, 1 tell-story), and
+ *   BENCH_LATER_SECONDS later: past the 60 s after which idle worker threads
+ *   end, so the reading shows the process once the pool has shrunk.
  *
  *   node bench/memory.bench.ts
  *
- * Targets: idle <= 90 MiB, after the calls <= 160 MiB.
+ * Targets: idle (settled) <= 90 MiB, right after the calls <= 160 MiB.
  *
  * Environment:
  *   BENCH_REQUESTS    calls in all (default 10000)
  *   BENCH_INFLIGHT    calls at once (default 16)
+ *   BENCH_IDLE_SECONDS   when the settled idle reading is taken, after it serves (default 30)
+ *   BENCH_LATER_SECONDS  when the last reading is taken, after the calls (default 75)
  *   BENCH_PER_WORKER  invocationsPerWorker for every example (default: as serverless.yml says)
  *   BENCH_INVOKER     the invoker (default local: worker threads; in-process shows the main thread alone)
  *   BENCH_NODE_ARGS   options for node before the command (say --max-semi-space-size=1), to measure one
+ *   BENCH_START_ARGS  more options of toolbridge start (say --answered-memory-size 0), to measure one
  *   BENCH_OUT         JSON path (default bench/results/memory.json)
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -37,9 +45,12 @@ import {
 const TOTAL = Math.floor(numberEnv('BENCH_REQUESTS', 10_000, 1))
 const IN_FLIGHT = Math.floor(numberEnv('BENCH_INFLIGHT', 16, 1))
 const PER_WORKER = process.env.BENCH_PER_WORKER ? Math.floor(numberEnv('BENCH_PER_WORKER', 1, 1)) : undefined
+const IDLE_SECONDS = numberEnv('BENCH_IDLE_SECONDS', 30, 3)
+const LATER_SECONDS = numberEnv('BENCH_LATER_SECONDS', 75, 0)
 const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/memory.json')
 const INVOKER = process.env.BENCH_INVOKER || 'local'
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)
+const START_ARGS = (process.env.BENCH_START_ARGS ?? '').split(' ').filter(Boolean)
 const TARGETS = { idleMiB: 90, afterMiB: 160 }
 const YML = resolve(ROOT, `.memory-${process.pid}.serverless.yml`)
 
@@ -68,7 +79,7 @@ function writeYml(): void {
 
 function startBridge(): Promise<ChildBridge> {
   writeYml()
-  return startChildBridge({ yml: YML, invoker: INVOKER, nodeArgs: NODE_ARGS })
+  return startChildBridge({ yml: YML, invoker: INVOKER, nodeArgs: NODE_ARGS, startArgs: START_ARGS })
 }
 
 async function callTool(url: string, n: number): Promise<boolean> {
@@ -91,11 +102,13 @@ const machine = machineInfo({})
 console.log(describeMachine(machine))
 const loadBefore = loadAverage()
 console.log(
-  `toolbridge start, the three examples, embedded broker, ${INVOKER} invoker${PER_WORKER === undefined ? '' : `, invocationsPerWorker ${PER_WORKER}`}; ${fmtInt(TOTAL)} HTTP calls at ${IN_FLIGHT} in flight; load average ${loadBefore.join(' / ')}`,
+  `toolbridge start, the three examples, embedded broker, ${INVOKER} invoker${PER_WORKER === undefined ? '' : `, invocationsPerWorker ${PER_WORKER}`}${[...NODE_ARGS, ...START_ARGS].map((a) => ` ${a}`).join('')}; ${fmtInt(TOTAL)} HTTP calls at ${IN_FLIGHT} in flight; load average ${loadBefore.join(' / ')}`,
 )
 const bridge = await startBridge()
 try {
   await sleep(3000)
+  const idleEarly = memory(bridge.pid)
+  await sleep((IDLE_SECONDS - 3) * 1000)
   const idle = memory(bridge.pid)
   let issued = 0
   let failed = 0
@@ -107,17 +120,18 @@ try {
   )
   const seconds = (performance.now() - started) / 1000
   const after = memory(bridge.pid)
-  await sleep(10_000)
+  await sleep(LATER_SECONDS * 1000)
   const later = memory(bridge.pid)
   const loadAfter = loadAverage()
   const line = (name: string, m: { rssMiB: number; threads: number }) =>
     `${name}: ${fmt(m.rssMiB, 1)} MiB, ${m.threads} threads`
-  console.log(line('idle', idle))
-  console.log(`${line('after the calls', after)} (${fmt(seconds, 1)} s, ${failed} failed)`)
-  console.log(line('10 s later', later))
+  console.log(line('idle, 3 s after it serves', idleEarly))
+  console.log(line(`idle, ${IDLE_SECONDS} s after it serves`, idle))
+  console.log(`${line('right after the calls', after)} (${fmt(seconds, 1)} s, ${failed} failed)`)
+  console.log(line(`${LATER_SECONDS} s after the calls`, later))
   console.log(
-    `targets: idle <= ${TARGETS.idleMiB} MiB: ${idle.rssMiB <= TARGETS.idleMiB ? 'met' : 'MISSED'}; ` +
-      `after the calls <= ${TARGETS.afterMiB} MiB: ${after.rssMiB <= TARGETS.afterMiB ? 'met' : 'MISSED'}; load average after ${loadAfter.join(' / ')}`,
+    `targets: idle after ${IDLE_SECONDS} s <= ${TARGETS.idleMiB} MiB: ${idle.rssMiB <= TARGETS.idleMiB ? 'met' : 'MISSED'}; ` +
+      `right after the calls <= ${TARGETS.afterMiB} MiB: ${after.rssMiB <= TARGETS.afterMiB ? 'met' : 'MISSED'}; load average after ${loadAfter.join(' / ')}`,
   )
   writeResults(OUT, {
     bench: 'memory of toolbridge start',
@@ -125,11 +139,15 @@ try {
       requests: TOTAL,
       inFlight: IN_FLIGHT,
       invoker: INVOKER,
+      nodeArgs: NODE_ARGS,
+      startArgs: START_ARGS,
       invocationsPerWorker: PER_WORKER ?? 'as serverless.yml says',
+      idleSeconds: IDLE_SECONDS,
+      laterSeconds: LATER_SECONDS,
     },
     machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
     targets: TARGETS,
-    result: { idle, after, later, seconds, failed },
+    result: { idleEarly, idle, after, later, seconds, failed },
   })
   if (failed > 0) process.exitCode = 1
 } finally {

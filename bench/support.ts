@@ -383,8 +383,10 @@ export async function startChildBridge(options: {
   broker?: string
   /** Options for node before the command. */
   nodeArgs?: string[]
+  /** More options of `toolbridge start`. */
+  startArgs?: string[]
 }): Promise<ChildBridge> {
-  const { yml, invoker, broker, nodeArgs = [] } = options
+  const { yml, invoker, broker, nodeArgs = [], startArgs = [] } = options
   const args = [
     ...nodeArgs,
     'bridge/cli/toolbridge.js',
@@ -398,6 +400,7 @@ export async function startChildBridge(options: {
     '0',
     '--log-level',
     'warn',
+    ...startArgs,
   ]
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] })
