@@ -49,6 +49,7 @@ export const MUTATION_TESTS = [
   'test/tracing-settings.test.ts',
   'test/bounded-span-processor.test.ts',
   'test/lambda-client-context.test.ts',
+  'test/idle-collection.test.ts',
 ]
 
 export default defineConfig({

@@ -2,6 +2,7 @@
  * Puts the parts together: transport, invoker, bridge and (optionally) the
  * HTTP gateway, from a project and its settings.
  */
+import { getHeapStatistics } from 'node:v8'
 import { messageOf } from '../shared/errors.ts'
 import type { Project } from './project/project.ts'
 import type { ToolServiceSpec } from './project/tool-services.ts'
@@ -15,6 +16,8 @@ import { checkExposure } from './http/exposure.ts'
 import type { Gateway } from './http/gateway.ts'
 import { LocationInvoker } from './invokers/invoker-for-location.ts'
 import { silentLogger, type Logger } from './support/logger.ts'
+import { collectFullyAndRelease } from './support/full-collection.ts'
+import { DEFAULT_MIN_GROWTH_BYTES, startIdleCollection } from './support/idle-collection.ts'
 import { createTransport } from './transports/create-transport.ts'
 import { MemoryBroker } from './transports/memory/memory-transport.ts'
 import type { Transport } from './transports/transport.ts'
@@ -118,11 +121,13 @@ export async function startRuntime(
     return client
   }
   let unguard: (() => void) | undefined
+  let stopIdleCollection: (() => void) | undefined
   let gateway: Gateway | undefined
   let configService: ConfigService | undefined
   let bridgeStarted = false
   /** Stops what has started, in the order that lets answers in flight reach their HTTP callers. */
   const stopParts = async () => {
+    stopIdleCollection?.()
     gateway?.drain() // new HTTP calls get 503 from here; those in flight wait for the bridge's drain
     if (bridgeStarted) await bridge.stop()
     // What the bridge answered is on its way; what it handed back is another replica's now.
@@ -154,6 +159,15 @@ export async function startRuntime(
     unguard = settings.invoker === 'in-process' ? guardAgainstLateFunctionErrors(logger) : undefined
     bridgeStarted = true
     await bridge.start()
+    if (settings.releaseMemoryAfterMs > 0)
+      stopIdleCollection = startIdleCollection({
+        periodMs: settings.releaseMemoryAfterMs,
+        taken: () => bridge.requestsTaken,
+        heapBytes: () => getHeapStatistics().total_heap_size,
+        collect: collectFullyAndRelease,
+        minGrowthBytes: DEFAULT_MIN_GROWTH_BYTES,
+        logger,
+      })
     // On a real broker TrustGraph runs its own; two would compete for the same requests.
     if (settings.broker === undefined)
       configService = await startConfigService({ transport: await connectClient(), logger })

@@ -17,6 +17,7 @@ import {
   DEFAULT_MAX_IN_FLIGHT,
   DEFAULT_REGISTER_TIMEOUT_SECONDS,
   DEFAULT_WARM_WORKERS,
+  DEFAULT_RELEASE_MEMORY_AFTER_SECONDS,
   DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS,
   EMBEDDED_DEFAULT_PORT,
   resolveInvokeRoute,
@@ -87,6 +88,10 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
   .option(
     '--warm-workers <n>',
     `worker threads each function keeps however long they idle (env TOOLBRIDGE_WARM_WORKERS; default ${DEFAULT_WARM_WORKERS})`,
+  )
+  .option(
+    '--release-memory-after <seconds>',
+    `after this long without a request, collect the heap in full once and give its free memory back to the system; 0: never (env TOOLBRIDGE_RELEASE_MEMORY_AFTER; default ${DEFAULT_RELEASE_MEMORY_AFTER_SECONDS})`,
   )
   .option(
     '--max-age <seconds>',

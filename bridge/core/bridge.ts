@@ -82,6 +82,8 @@ export interface Bridge {
   /** Stops taking requests, drains those in flight, closes transport and invoker. */
   stop(): Promise<void>
   readonly inFlight: number
+  /** Requests taken from the request queues since start (a count that only grows). */
+  readonly requestsTaken: number
   /**
    * Every request queue subscribed, the broker connected and every function
    * loaded (one that could not load at start counts once it has answered);
@@ -120,6 +122,7 @@ export function createBridge(options: BridgeOptions): Bridge {
   const consumers: Consumer[] = []
   /** Deliveries being worked on, and a way to give each back if the drain runs out. */
   const inFlight = new LinkedList<() => void>()
+  let requestsTaken = 0
   let drained: (() => void) | undefined
 
   /** What is known of a request before invoking: its tool (a label in logs and metrics), and either the event or why it is refused. */
@@ -196,6 +199,7 @@ export function createBridge(options: BridgeOptions): Bridge {
       if (inFlight.size === 0) drained?.()
     }
     const entry = inFlight.push(() => settle('nack'))
+    requestsTaken++
     // The caller may cancel (a client in this process: support/cancellations.ts); the function is told.
     const cancellation = cancellationOf(id === UNKNOWN_ID ? undefined : id)
     metrics.inFlight(1)
@@ -366,6 +370,9 @@ export function createBridge(options: BridgeOptions): Bridge {
   return {
     get inFlight() {
       return inFlight.size
+    },
+    get requestsTaken() {
+      return requestsTaken
     },
 
     get ready() {

@@ -38,6 +38,8 @@ export interface Settings {
   limits: Limits
   /** How many worker threads each function keeps (the `local` invoker). */
   workers: WorkerPoolSettings
+  /** After this long without a request, the heap is collected in full once and its free pages given back (bridge/support/idle-collection.ts); 0: never. */
+  releaseMemoryAfterMs: number
   /** Who may call the HTTP gateway, and how many at once. */
   gateway: GatewaySettings
   /** Error messages on the wire keep host paths (they are always logged in full). */
@@ -114,6 +116,9 @@ export const DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS = 60
 /** None, as Lambda keeps none: a function is cold until its first call and after the idle timeout. */
 export const DEFAULT_WARM_WORKERS = 0
 
+/** Long enough that a burst has ended, short enough that an idle bridge soon shrinks. */
+export const DEFAULT_RELEASE_MEMORY_AFTER_SECONDS = 10
+
 /** The HTTP gateway's own guards (bridge/http/). */
 export interface GatewaySettings {
   /** Host names (besides IP addresses, `localhost` and the listen address) that /tools and /mcp answer; `*`: any. */
@@ -175,6 +180,7 @@ export interface SettingFlags {
   maxInFlight?: string
   workerIdleTimeout?: string
   warmWorkers?: string
+  releaseMemoryAfter?: string
   allowedHosts?: string
   allowedOrigins?: string
   allowUnauthenticated?: boolean
@@ -257,6 +263,14 @@ function resolveWorkerPool(flags: SettingFlags, env: Env): WorkerPoolSettings {
       (idle === undefined ? DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS : integer('--worker-idle-timeout', idle, 0, 86_400)) *
       1000,
   }
+}
+
+function resolveReleaseMemoryAfter(flags: SettingFlags, env: Env): number {
+  const after = flags.releaseMemoryAfter ?? env.TOOLBRIDGE_RELEASE_MEMORY_AFTER
+  return (
+    (after === undefined ? DEFAULT_RELEASE_MEMORY_AFTER_SECONDS : integer('--release-memory-after', after, 0, 86_400)) *
+    1000
+  )
 }
 
 const list = (value: string | undefined): string[] =>
@@ -366,6 +380,7 @@ export function resolveSettings(
     mcpOAuth: resolveMcpOAuth(flags, env),
     limits: resolveLimits(flags, env),
     workers: resolveWorkerPool(flags, env),
+    releaseMemoryAfterMs: resolveReleaseMemoryAfter(flags, env),
     gateway: resolveGatewaySettings(flags, env),
     debug: flags.debug ?? (env.TOOLBRIDGE_DEBUG === '1' || env.TOOLBRIDGE_DEBUG === 'true'),
     pulsar: {
