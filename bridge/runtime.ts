@@ -2,7 +2,6 @@
  * Puts the parts together: transport, invoker, bridge and (optionally) the
  * HTTP gateway, from a project and its settings.
  */
-import { getHeapStatistics } from 'node:v8'
 import { messageOf } from '../shared/errors.ts'
 import type { Project } from './project/project.ts'
 import type { ToolServiceSpec } from './project/tool-services.ts'
@@ -16,8 +15,7 @@ import { checkExposure } from './http/exposure.ts'
 import type { Gateway } from './http/gateway.ts'
 import { LocationInvoker } from './invokers/invoker-for-location.ts'
 import { silentLogger, type Logger } from './support/logger.ts'
-import { collectFullyAndRelease } from './support/full-collection.ts'
-import { DEFAULT_MIN_GROWTH_BYTES, startIdleCollection } from './support/idle-collection.ts'
+import { startIdleCollection } from './support/idle-collection.ts'
 import { createTransport } from './transports/create-transport.ts'
 import { MemoryBroker } from './transports/memory/memory-transport.ts'
 import type { Transport } from './transports/transport.ts'
@@ -163,9 +161,6 @@ export async function startRuntime(
       stopIdleCollection = startIdleCollection({
         periodMs: settings.releaseMemoryAfterMs,
         taken: () => bridge.requestsTaken,
-        heapBytes: () => getHeapStatistics().total_heap_size,
-        collect: collectFullyAndRelease,
-        minGrowthBytes: DEFAULT_MIN_GROWTH_BYTES,
         logger,
       })
     // On a real broker TrustGraph runs its own; two would compete for the same requests.

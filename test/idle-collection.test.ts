@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { resolveSettings } from '../bridge/project/settings.ts'
 import type { Logger } from '../bridge/support/logger.ts'
-import { DEFAULT_MIN_GROWTH_BYTES, startIdleCollection } from '../bridge/support/idle-collection.ts'
+import { startIdleCollection } from '../bridge/support/idle-collection.ts'
 
 const MiB = 2 ** 20
 const PERIOD = 10_000
@@ -31,7 +31,6 @@ function fakeProcess(options: { heap?: number; collect?: () => void } = {}) {
         state.collections++
         state.heap = 25 * MiB // what a full collection leaves
       }),
-    minGrowthBytes: 16 * MiB,
     logger,
   })
   return { state, logged, stop }
@@ -79,7 +78,7 @@ describe('idle collection', () => {
     stop()
   })
 
-  it('does not collect for growth under the bound; does once it reaches the bound, counted from the last collection', () => {
+  it('does not collect for growth under 16 MiB; does once it reaches 16 MiB, counted from the last collection', () => {
     const { state, stop } = fakeProcess()
     state.heap = 20 * MiB + 16 * MiB - 1
     vi.advanceTimersByTime(5 * PERIOD)
@@ -131,10 +130,6 @@ describe('idle collection', () => {
       { level: 'warn', fields: { err: 'no gc here' }, message: 'idle collection failed; not tried again' },
     ])
     expect(vi.getTimerCount()).toBe(0)
-  })
-
-  it('bounds growth at 16 MiB by default', () => {
-    expect(DEFAULT_MIN_GROWTH_BYTES).toBe(16 * MiB)
   })
 })
 

@@ -56,7 +56,7 @@ describe('the idle collection', () => {
     const module = fileURLToPath(new URL('../bridge/support/idle-collection.ts', import.meta.url))
     const script = `
       import { startIdleCollection } from ${JSON.stringify(module)}
-      startIdleCollection({ periodMs: 3_600_000, taken: () => 0, heapBytes: () => 0, collect() {}, minGrowthBytes: 0, logger: console })
+      startIdleCollection({ periodMs: 3_600_000, taken: () => 0, heapBytes: () => 0, collect() {}, logger: console })
     `
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'inherit' })
     const exit = await new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
