@@ -20,7 +20,6 @@
  */
 import { randomUUID } from 'node:crypto'
 import { getCompileCacheDir } from 'node:module'
-import { availableParallelism } from 'node:os'
 import { setFlagsFromString } from 'node:v8'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
 import {
@@ -40,6 +39,7 @@ import {
   type Outcome,
 } from './invoker.ts'
 import { DEFAULT_MAX_STREAM_BYTES } from './run-handler.ts'
+import { CORES, type EnvironmentHooks, Pool, type PooledEnvironment } from './worker-pool.ts'
 import {
   post,
   read,
@@ -52,8 +52,6 @@ import {
 } from './worker-messages.ts'
 
 const WORKER_SCRIPT = new URL('./worker-entry.js', import.meta.url)
-/** Environments of one function starting at once; also the most a function sharing its workers gets. */
-const CORES = availableParallelism()
 const MB = 1024 * 1024
 /**
  * How long a worker holding several invocations has to confirm that it gave
@@ -85,20 +83,10 @@ interface EnvironmentOptions {
   perWorker: number
 }
 
-interface EnvironmentHooks {
-  /** One invocation's place in the worker is free again. */
-  onFree(env: Environment): void
-  /** The worker ended (crash, timeout, memory): the pool forgets it. */
-  onDeath(env: Environment): void
-  /** It may be stuck (a timed-out invocation not yet given up): it takes no new invocations until onResume. */
-  onPause(env: Environment): void
-  onResume(env: Environment): void
-}
-
 let nextCallId = 0
 
 /** One worker thread and the invocations it is running. */
-class Environment {
+class Environment implements PooledEnvironment {
   readonly worker: Worker
   /** Resolves with a load error message, or undefined once the handler is loaded. */
   readonly ready: Promise<string | undefined>
@@ -116,7 +104,7 @@ class Environment {
   idleSince = 0
   dead = false
   private readonly options: EnvironmentOptions
-  private readonly hooks: EnvironmentHooks
+  private readonly hooks: EnvironmentHooks<Environment>
   private markReady: (error: string | undefined) => void = () => {}
   /** The heap limit V8 gave the worker, as the worker measured it. */
   private heapLimitMb: number | undefined
@@ -126,7 +114,7 @@ class Environment {
   /** Invocations to send in the next batch (several per worker only). */
   private outbox: WorkerCall[] = []
 
-  constructor(options: EnvironmentOptions, hooks: EnvironmentHooks) {
+  constructor(options: EnvironmentOptions, hooks: EnvironmentHooks<Environment>) {
     this.options = options
     this.hooks = hooks
     this.ready = new Promise((resolve) => (this.markReady = resolve))
@@ -341,232 +329,6 @@ function outcomeOf(end: InvocationEnd): Outcome {
 }
 
 /**
- * The environments of one function, at most `max` of them, each holding up
- * to `perWorker` invocations, started on demand: one more only while
- * invocations wait for a place and the environments starting cannot take
- * them all, and a free place (in a new environment or one that finished an
- * invocation) goes to the oldest waiting invocation. Starting one is CPU
- * work, so no more start at once than the machine has cores: more would
- * only make each later. And one is started only for an invocation that has
- * waited as long as the last start took: one that an environment frees up
- * within that time would gain nothing from a new one (the common case for
- * short calls on a busy main thread), while a function that really holds its
- * environments gets more after that short wait. Places are taken from the
- * environment most recently given one back, so that invocations gather in
- * few environments (several per message to them) and the others stay idle
- * and are ended after the idle timeout; an environment running an
- * invocation is never idle.
- */
-class Pool {
-  /** Started environments with a free place, the one to use next last. */
-  private readonly spare: Environment[] = []
-  private readonly all = new Set<Environment>()
-  private readonly starting = new Set<Environment>()
-  private readonly waiting: { take: (env: Environment) => void; since: number }[] = []
-  /** How long the last environment took to start, ms: how long an invocation waits before another starts for it. */
-  private patienceMs = 0
-  private growTimer: NodeJS.Timeout | undefined
-  private retireTimer: NodeJS.Timeout | undefined
-  private readonly max: number
-  private readonly perWorker: number
-  private readonly sizing: WorkerPoolSettings
-  private readonly create: (hooks: EnvironmentHooks) => Environment
-  private readonly hooks: EnvironmentHooks = {
-    onFree: (env) => this.release(env),
-    onDeath: (env) => this.forget(env),
-    onPause: (env) => this.unspare(env),
-    onResume: (env) => this.resume(env),
-  }
-  /** Replaced by a pool of newer code (reload): each environment ends once it has no invocation to run. */
-  private replaced = false
-
-  constructor(
-    max: number,
-    perWorker: number,
-    sizing: WorkerPoolSettings,
-    create: (hooks: EnvironmentHooks) => Environment,
-  ) {
-    this.max = max
-    this.perWorker = perWorker
-    this.sizing = sizing
-    this.create = create
-  }
-
-  get size(): number {
-    return this.all.size
-  }
-
-  /** A place in an environment that has started (or failed to: its `ready` says which). */
-  acquire(): Promise<Environment> {
-    const env = this.spare.at(-1)
-    if (env) {
-      this.hold(env)
-      return Promise.resolve(env)
-    }
-    return new Promise((resolve) => {
-      this.waiting.push({ take: resolve, since: performance.now() })
-      this.grow()
-    })
-  }
-
-  /** Gives back one place in an environment. */
-  release(env: Environment): void {
-    if (env.dead) return
-    env.held--
-    if (env.paused) return // its places are handed out again on resume
-    const next = this.waiting.shift()
-    if (next) {
-      env.held++
-      return next.take(env)
-    }
-    if (this.replaced) {
-      if (env.held === 0) this.discard(env)
-      return
-    }
-    if (!env.spare) {
-      env.spare = true
-      this.spare.push(env)
-    }
-    if (env.held === 0) {
-      env.idleSince = performance.now()
-      this.scheduleRetirement()
-    }
-  }
-
-  /** Ends an environment (load failure); a waiting invocation gets a fresh one. */
-  discard(env: Environment): void {
-    if (!env.dead) void env.end()
-    this.forget(env)
-  }
-
-  /**
-   * New invocations go to another pool from now on: idle environments end at once, busy ones when
-   * their invocation (and those already waiting here) are answered, on the code they loaded.
-   */
-  replace(): void {
-    this.replaced = true
-    for (const env of this.idle()) this.discard(env)
-  }
-
-  async close(): Promise<void> {
-    clearTimeout(this.retireTimer)
-    clearTimeout(this.growTimer)
-    await Promise.all([...this.all].map((env) => env.end()))
-  }
-
-  /** A paused environment's free places, to waiting invocations first. */
-  private resume(env: Environment): void {
-    if (env.dead) return
-    while (env.held < this.perWorker) {
-      const next = this.waiting.shift()
-      if (!next) break
-      env.held++
-      next.take(env)
-    }
-    if (this.replaced) {
-      if (env.held === 0) this.discard(env)
-      return
-    }
-    if (env.held < this.perWorker && !env.spare) {
-      env.spare = true
-      this.spare.push(env)
-    }
-    if (env.held === 0) {
-      env.idleSince = performance.now()
-      this.scheduleRetirement()
-    }
-  }
-
-  private unspare(env: Environment): void {
-    if (!env.spare) return
-    env.spare = false
-    this.spare.splice(this.spare.lastIndexOf(env), 1)
-  }
-
-  private hold(env: Environment): void {
-    env.held++
-    if (env.held >= this.perWorker) this.unspare(env)
-  }
-
-  private grow(): void {
-    const now = performance.now()
-    // Waiters are in arrival order: those that waited long enough come first. With no environment
-    // started (all starting, or none), none can free up and every waiter is due at once.
-    const running = this.all.size > this.starting.size
-    let due = 0
-    while (due < this.waiting.length && (!running || now - (this.waiting[due]?.since ?? now) >= this.patienceMs)) due++
-    while (this.starting.size * this.perWorker < due && this.starting.size < CORES && this.all.size < this.max)
-      this.spawn()
-    // The others are looked at again once the oldest of them has waited long enough.
-    const next = this.waiting[due]
-    if (next && this.growTimer === undefined && this.all.size < this.max) {
-      this.growTimer = setTimeout(
-        () => {
-          this.growTimer = undefined
-          this.grow()
-        },
-        next.since + this.patienceMs - now,
-      )
-    }
-  }
-
-  private spawn(): void {
-    const startedAt = performance.now()
-    const env = this.create(this.hooks)
-    this.all.add(env)
-    this.starting.add(env)
-    void env.ready.then((loadError) => {
-      this.starting.delete(env)
-      if (loadError === undefined) {
-        this.patienceMs = performance.now() - startedAt
-        // Every place of the new environment, to waiting invocations first.
-        env.held = this.perWorker
-        for (let place = 0; place < this.perWorker; place++) this.release(env)
-      } else {
-        // The oldest waiting invocation answers the load error; without one, nobody needs it.
-        const next = this.waiting.shift()
-        if (next) next.take(env)
-        else this.discard(env)
-      }
-      this.grow()
-    })
-  }
-
-  private forget(env: Environment): void {
-    if (!this.all.delete(env)) return
-    this.starting.delete(env)
-    this.unspare(env)
-    this.grow()
-  }
-
-  /** Idle environments, longest idle first. */
-  private idle(): Environment[] {
-    return [...this.spare].filter((env) => env.held === 0).sort((a, b) => a.idleSince - b.idleSince)
-  }
-
-  /** One timer per pool, for its longest-idle environment, while it has more than `warm`. */
-  private scheduleRetirement(): void {
-    if (this.retireTimer !== undefined || this.all.size <= this.sizing.warm) return
-    const oldest = this.idle()[0]
-    if (!oldest) return
-    const due = oldest.idleSince + this.sizing.idleTimeoutMs - performance.now()
-    this.retireTimer = setTimeout(() => this.retire(), Math.max(0, due))
-    this.retireTimer.unref() // idle environments never keep the process alive
-  }
-
-  private retire(): void {
-    this.retireTimer = undefined
-    const now = performance.now()
-    for (const env of this.idle()) {
-      if (this.all.size <= this.sizing.warm || env.idleSince + this.sizing.idleTimeoutMs > now) break
-      this.forget(env)
-      void env.end()
-    }
-    this.scheduleRetirement()
-  }
-}
-
-/**
  * A worker's heap limits from the function's `memorySize`, as Lambda limits
  * an execution environment: past it, the environment is stopped and the
  * invocations it held answered with a crash. The young generation is kept
@@ -613,9 +375,9 @@ export interface WorkerThreadOptions {
 }
 
 export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
-  private readonly pools = new Map<string, Pool>()
+  private readonly pools = new Map<string, Pool<Environment>>()
   /** Pools of code replaced by a reload, finishing what they had taken; closed with the invoker. */
-  private readonly replaced = new Set<Pool>()
+  private readonly replaced = new Set<Pool<Environment>>()
   private readonly baseDir: string
   private readonly logger: Logger
   private readonly maxStreamBytes: number
@@ -708,7 +470,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
     this.replaced.clear()
   }
 
-  private poolFor(target: FunctionTarget<HandlerLocation>): Pool {
+  private poolFor(target: FunctionTarget<HandlerLocation>): Pool<Environment> {
     let pool = this.pools.get(target.functionName)
     if (!pool) {
       pool = this.newPool(target)
@@ -717,7 +479,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
     return pool
   }
 
-  private newPool(target: FunctionTarget<HandlerLocation>): Pool {
+  private newPool(target: FunctionTarget<HandlerLocation>): Pool<Environment> {
     const perWorker = target.invocationsPerWorker ?? 1
     const options: EnvironmentOptions = {
       setup: {

@@ -1,0 +1,258 @@
+/**
+ * The worker threads of one function (local.ts): how many it has, which
+ * takes the next invocation, when another starts and when an idle one ends.
+ * It knows an environment only by what it asks of it (PooledEnvironment).
+ */
+import { availableParallelism } from 'node:os'
+import type { WorkerPoolSettings } from '../project/settings.ts'
+
+/** Environments of one function starting at once; also the most a function sharing its workers gets. */
+export const CORES = availableParallelism()
+
+/** What the pool reads and sets on an environment (local.ts's Environment). */
+export interface PooledEnvironment {
+  /** Resolves with a load error message, or undefined once the handler is loaded. */
+  readonly ready: Promise<string | undefined>
+  /** Places taken by the pool (invocations reserved, running, or being given up). */
+  held: number
+  /** Whether the pool has it among those with a free place. */
+  spare: boolean
+  /** Waiting for the worker to confirm it gave up timed-out invocations: no new ones meanwhile. */
+  paused: boolean
+  /** When it last became idle (performance.now()). */
+  idleSince: number
+  dead: boolean
+  /** Ends it on purpose: no crash to report. */
+  end(): Promise<number>
+}
+
+export interface EnvironmentHooks<E extends PooledEnvironment = PooledEnvironment> {
+  /** One invocation's place in the worker is free again. */
+  onFree(env: E): void
+  /** The worker ended (crash, timeout, memory): the pool forgets it. */
+  onDeath(env: E): void
+  /** It may be stuck (a timed-out invocation not yet given up): it takes no new invocations until onResume. */
+  onPause(env: E): void
+  onResume(env: E): void
+}
+
+/**
+ * The environments of one function, at most `max` of them, each holding up
+ * to `perWorker` invocations, started on demand: one more only while
+ * invocations wait for a place and the environments starting cannot take
+ * them all, and a free place (in a new environment or one that finished an
+ * invocation) goes to the oldest waiting invocation. Starting one is CPU
+ * work, so no more start at once than the machine has cores: more would
+ * only make each later. And one is started only for an invocation that has
+ * waited as long as the last start took: one that an environment frees up
+ * within that time would gain nothing from a new one (the common case for
+ * short calls on a busy main thread), while a function that really holds its
+ * environments gets more after that short wait. Places are taken from the
+ * environment most recently given one back, so that invocations gather in
+ * few environments (several per message to them) and the others stay idle
+ * and are ended after the idle timeout; an environment running an
+ * invocation is never idle.
+ */
+export class Pool<E extends PooledEnvironment> {
+  /** Started environments with a free place, the one to use next last. */
+  private readonly spare: E[] = []
+  private readonly all = new Set<E>()
+  private readonly starting = new Set<E>()
+  private readonly waiting: { take: (env: E) => void; since: number }[] = []
+  /** How long the last environment took to start, ms: how long an invocation waits before another starts for it. */
+  private patienceMs = 0
+  private growTimer: NodeJS.Timeout | undefined
+  private retireTimer: NodeJS.Timeout | undefined
+  private readonly max: number
+  private readonly perWorker: number
+  private readonly sizing: WorkerPoolSettings
+  private readonly create: (hooks: EnvironmentHooks<E>) => E
+  private readonly hooks: EnvironmentHooks<E> = {
+    onFree: (env) => this.release(env),
+    onDeath: (env) => this.forget(env),
+    onPause: (env) => this.unspare(env),
+    onResume: (env) => this.resume(env),
+  }
+  /** Replaced by a pool of newer code (reload): each environment ends once it has no invocation to run. */
+  private replaced = false
+
+  constructor(max: number, perWorker: number, sizing: WorkerPoolSettings, create: (hooks: EnvironmentHooks<E>) => E) {
+    this.max = max
+    this.perWorker = perWorker
+    this.sizing = sizing
+    this.create = create
+  }
+
+  get size(): number {
+    return this.all.size
+  }
+
+  /** A place in an environment that has started (or failed to: its `ready` says which). */
+  acquire(): Promise<E> {
+    const env = this.spare.at(-1)
+    if (env) {
+      this.hold(env)
+      return Promise.resolve(env)
+    }
+    return new Promise((resolve) => {
+      this.waiting.push({ take: resolve, since: performance.now() })
+      this.grow()
+    })
+  }
+
+  /** Gives back one place in an environment. */
+  release(env: E): void {
+    if (env.dead) return
+    env.held--
+    if (env.paused) return // its places are handed out again on resume
+    const next = this.waiting.shift()
+    if (next) {
+      env.held++
+      return next.take(env)
+    }
+    if (this.replaced) {
+      if (env.held === 0) this.discard(env)
+      return
+    }
+    if (!env.spare) {
+      env.spare = true
+      this.spare.push(env)
+    }
+    if (env.held === 0) {
+      env.idleSince = performance.now()
+      this.scheduleRetirement()
+    }
+  }
+
+  /** Ends an environment (load failure); a waiting invocation gets a fresh one. */
+  discard(env: E): void {
+    if (!env.dead) void env.end()
+    this.forget(env)
+  }
+
+  /**
+   * New invocations go to another pool from now on: idle environments end at once, busy ones when
+   * their invocation (and those already waiting here) are answered, on the code they loaded.
+   */
+  replace(): void {
+    this.replaced = true
+    for (const env of this.idle()) this.discard(env)
+  }
+
+  async close(): Promise<void> {
+    clearTimeout(this.retireTimer)
+    clearTimeout(this.growTimer)
+    await Promise.all([...this.all].map((env) => env.end()))
+  }
+
+  /** A paused environment's free places, to waiting invocations first. */
+  private resume(env: E): void {
+    if (env.dead) return
+    while (env.held < this.perWorker) {
+      const next = this.waiting.shift()
+      if (!next) break
+      env.held++
+      next.take(env)
+    }
+    if (this.replaced) {
+      if (env.held === 0) this.discard(env)
+      return
+    }
+    if (env.held < this.perWorker && !env.spare) {
+      env.spare = true
+      this.spare.push(env)
+    }
+    if (env.held === 0) {
+      env.idleSince = performance.now()
+      this.scheduleRetirement()
+    }
+  }
+
+  private unspare(env: E): void {
+    if (!env.spare) return
+    env.spare = false
+    this.spare.splice(this.spare.lastIndexOf(env), 1)
+  }
+
+  private hold(env: E): void {
+    env.held++
+    if (env.held >= this.perWorker) this.unspare(env)
+  }
+
+  private grow(): void {
+    const now = performance.now()
+    // Waiters are in arrival order: those that waited long enough come first. With no environment
+    // started (all starting, or none), none can free up and every waiter is due at once.
+    const running = this.all.size > this.starting.size
+    let due = 0
+    while (due < this.waiting.length && (!running || now - (this.waiting[due]?.since ?? now) >= this.patienceMs)) due++
+    while (this.starting.size * this.perWorker < due && this.starting.size < CORES && this.all.size < this.max)
+      this.spawn()
+    // The others are looked at again once the oldest of them has waited long enough.
+    const next = this.waiting[due]
+    if (next && this.growTimer === undefined && this.all.size < this.max) {
+      this.growTimer = setTimeout(
+        () => {
+          this.growTimer = undefined
+          this.grow()
+        },
+        next.since + this.patienceMs - now,
+      )
+    }
+  }
+
+  private spawn(): void {
+    const startedAt = performance.now()
+    const env = this.create(this.hooks)
+    this.all.add(env)
+    this.starting.add(env)
+    void env.ready.then((loadError) => {
+      this.starting.delete(env)
+      if (loadError === undefined) {
+        this.patienceMs = performance.now() - startedAt
+        // Every place of the new environment, to waiting invocations first.
+        env.held = this.perWorker
+        for (let place = 0; place < this.perWorker; place++) this.release(env)
+      } else {
+        // The oldest waiting invocation answers the load error; without one, nobody needs it.
+        const next = this.waiting.shift()
+        if (next) next.take(env)
+        else this.discard(env)
+      }
+      this.grow()
+    })
+  }
+
+  private forget(env: E): void {
+    if (!this.all.delete(env)) return
+    this.starting.delete(env)
+    this.unspare(env)
+    this.grow()
+  }
+
+  /** Idle environments, longest idle first. */
+  private idle(): E[] {
+    return [...this.spare].filter((env) => env.held === 0).sort((a, b) => a.idleSince - b.idleSince)
+  }
+
+  /** One timer per pool, for its longest-idle environment, while it has more than `warm`. */
+  private scheduleRetirement(): void {
+    if (this.retireTimer !== undefined || this.all.size <= this.sizing.warm) return
+    const oldest = this.idle()[0]
+    if (!oldest) return
+    const due = oldest.idleSince + this.sizing.idleTimeoutMs - performance.now()
+    this.retireTimer = setTimeout(() => this.retire(), Math.max(0, due))
+    this.retireTimer.unref() // idle environments never keep the process alive
+  }
+
+  private retire(): void {
+    this.retireTimer = undefined
+    const now = performance.now()
+    for (const env of this.idle()) {
+      if (this.all.size <= this.sizing.warm || env.idleSince + this.sizing.idleTimeoutMs > now) break
+      this.forget(env)
+      void env.end()
+    }
+    this.scheduleRetirement()
+  }
+}
