@@ -38,6 +38,7 @@ export const MUTATION_TESTS = [
   'test/stdio-lines.test.ts',
   'test/linked-list.test.ts',
   'test/worker-messages.test.ts',
+  'test/worker-pool-growth.test.ts',
   'test/request-age.test.ts',
   'test/answered-once.test.ts',
   'test/dead-letters.test.ts',

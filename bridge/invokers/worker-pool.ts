@@ -44,14 +44,19 @@ export interface EnvironmentHooks<E extends PooledEnvironment = PooledEnvironmen
  * invocation) goes to the oldest waiting invocation. Starting one is CPU
  * work, so no more start at once than the machine has cores: more would
  * only make each later. And one is started only for an invocation that has
- * waited as long as the last start took: one that an environment frees up
- * within that time would gain nothing from a new one (the common case for
- * short calls on a busy main thread), while a function that really holds its
- * environments gets more after that short wait. Places are taken from the
- * environment most recently given one back, so that invocations gather in
- * few environments (several per message to them) and the others stay idle
- * and are ended after the idle timeout; an environment running an
- * invocation is never idle.
+ * waited as long as the last start took, counted from when the newest
+ * environment became ready: one that an environment frees up within that
+ * time would gain nothing from a new one (the common case for short calls on
+ * a busy main thread, and for the burst that started the first ones), while
+ * a function that really holds its environments gets more after that short
+ * wait. The decision is taken after the event loop has read the messages
+ * already received: after a pause of the main thread (a long collection, a
+ * burst of work), the timer that finds an invocation waiting fires before
+ * the loop reads the worker's message that its environment is free. Places
+ * are taken from the environment most recently given one back, so that
+ * invocations gather in few environments (several per message to them) and
+ * the others stay idle and are ended after the idle timeout; an environment
+ * running an invocation is never idle.
  */
 export class Pool<E extends PooledEnvironment> {
   /** Started environments with a free place, the one to use next last. */
@@ -61,9 +66,15 @@ export class Pool<E extends PooledEnvironment> {
   private readonly waiting: { take: (env: E) => void; since: number }[] = []
   /** How long the last environment took to start, ms: how long an invocation waits before another starts for it. */
   private patienceMs = 0
+  /** When an environment last became ready (performance.now()): waits count from then, as it may take them. */
+  private readyAt = 0
+  private growSoonPending = false
+  private closed = false
   private growTimer: NodeJS.Timeout | undefined
   private retireTimer: NodeJS.Timeout | undefined
   private readonly max: number
+  /** Environments that may be starting at once. */
+  private readonly startsAtOnce: number
   private readonly perWorker: number
   private readonly sizing: WorkerPoolSettings
   private readonly create: (hooks: EnvironmentHooks<E>) => E
@@ -76,7 +87,14 @@ export class Pool<E extends PooledEnvironment> {
   /** Replaced by a pool of newer code (reload): each environment ends once it has no invocation to run. */
   private replaced = false
 
-  constructor(max: number, perWorker: number, sizing: WorkerPoolSettings, create: (hooks: EnvironmentHooks<E>) => E) {
+  constructor(
+    max: number,
+    perWorker: number,
+    sizing: WorkerPoolSettings,
+    create: (hooks: EnvironmentHooks<E>) => E,
+    startsAtOnce = CORES,
+  ) {
+    this.startsAtOnce = startsAtOnce
     this.max = max
     this.perWorker = perWorker
     this.sizing = sizing
@@ -96,7 +114,7 @@ export class Pool<E extends PooledEnvironment> {
     }
     return new Promise((resolve) => {
       this.waiting.push({ take: resolve, since: performance.now() })
-      this.grow()
+      this.growSoon()
     })
   }
 
@@ -140,6 +158,7 @@ export class Pool<E extends PooledEnvironment> {
   }
 
   async close(): Promise<void> {
+    this.closed = true
     clearTimeout(this.retireTimer)
     clearTimeout(this.growTimer)
     await Promise.all([...this.all].map((env) => env.end()))
@@ -179,24 +198,39 @@ export class Pool<E extends PooledEnvironment> {
     if (env.held >= this.perWorker) this.unspare(env)
   }
 
+  /** Grows once this turn's messages are read (the check phase runs after the poll phase that reads them). */
+  private growSoon(): void {
+    if (this.growSoonPending) return
+    this.growSoonPending = true
+    setImmediate(() => {
+      this.growSoonPending = false
+      this.grow()
+    })
+  }
+
   private grow(): void {
+    if (this.closed) return
     const now = performance.now()
     // Waiters are in arrival order: those that waited long enough come first. With no environment
     // started (all starting, or none), none can free up and every waiter is due at once.
     const running = this.all.size > this.starting.size
+    const waitingSince = (index: number) => Math.max(this.waiting[index]?.since ?? now, this.readyAt)
     let due = 0
-    while (due < this.waiting.length && (!running || now - (this.waiting[due]?.since ?? now) >= this.patienceMs)) due++
-    while (this.starting.size * this.perWorker < due && this.starting.size < CORES && this.all.size < this.max)
+    while (due < this.waiting.length && (!running || now - waitingSince(due) >= this.patienceMs)) due++
+    while (
+      this.starting.size * this.perWorker < due &&
+      this.starting.size < this.startsAtOnce &&
+      this.all.size < this.max
+    )
       this.spawn()
     // The others are looked at again once the oldest of them has waited long enough.
-    const next = this.waiting[due]
-    if (next && this.growTimer === undefined && this.all.size < this.max) {
+    if (due < this.waiting.length && this.growTimer === undefined && this.all.size < this.max) {
       this.growTimer = setTimeout(
         () => {
           this.growTimer = undefined
-          this.grow()
+          this.growSoon()
         },
-        next.since + this.patienceMs - now,
+        waitingSince(due) + this.patienceMs - now,
       )
     }
   }
@@ -209,7 +243,8 @@ export class Pool<E extends PooledEnvironment> {
     void env.ready.then((loadError) => {
       this.starting.delete(env)
       if (loadError === undefined) {
-        this.patienceMs = performance.now() - startedAt
+        this.readyAt = performance.now()
+        this.patienceMs = this.readyAt - startedAt
         // Every place of the new environment, to waiting invocations first.
         env.held = this.perWorker
         for (let place = 0; place < this.perWorker; place++) this.release(env)
@@ -219,7 +254,7 @@ export class Pool<E extends PooledEnvironment> {
         if (next) next.take(env)
         else this.discard(env)
       }
-      this.grow()
+      this.growSoon()
     })
   }
 
@@ -227,7 +262,7 @@ export class Pool<E extends PooledEnvironment> {
     if (!this.all.delete(env)) return
     this.starting.delete(env)
     this.unspare(env)
-    this.grow()
+    this.growSoon()
   }
 
   /** Idle environments, longest idle first. */
