@@ -150,6 +150,41 @@ describe('a burst on a cold function', () => {
   })
 })
 
+describe('steady load', () => {
+  it('starts another environment for a queue that never empties, though each call in it waits less than a start', async () => {
+    const fn = pool(16)
+    ask(fn, 1)
+    await turn()
+    const [env] = created as [StandIn]
+    await startAfter(30, [env])
+    const asked = [ask(fn, 2)]
+    for (let tick = 0; tick < 5; tick++) {
+      await vi.advanceTimersByTimeAsync(10)
+      env.free() // the oldest waiting call takes it, after 20 ms in the queue
+      asked.push(ask(fn, 1))
+      await turn()
+      if (tick < 2) expect(created).toHaveLength(1)
+    }
+    expect(created).toHaveLength(3) // one for each call waiting then
+    expect(asked.flat().slice(0, 5)).toEqual([env, env, env, env, env])
+  })
+
+  it('starts none while the queue empties within a start, however often it fills', async () => {
+    const fn = pool(16)
+    ask(fn, 1)
+    await turn()
+    const [env] = created as [StandIn]
+    await startAfter(30, [env])
+    for (let tick = 0; tick < 20; tick++) {
+      ask(fn, 1)
+      await vi.advanceTimersByTimeAsync(25)
+      env.free()
+      await turn()
+    }
+    expect(created).toHaveLength(1)
+  })
+})
+
 describe('a pause of the main thread', () => {
   it('does not start an environment for an invocation whose environment was freed during the pause', async () => {
     const fn = pool(16)

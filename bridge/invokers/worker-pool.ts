@@ -43,27 +43,32 @@ export interface EnvironmentHooks<E extends PooledEnvironment = PooledEnvironmen
  * them all, and a free place (in a new environment or one that finished an
  * invocation) goes to the oldest waiting invocation. Starting one is CPU
  * work, so no more start at once than the machine has cores: more would
- * only make each later. And one is started only for an invocation that has
- * waited as long as the last start took, counted from when the newest
- * environment became ready: one that an environment frees up within that
- * time would gain nothing from a new one (the common case for short calls on
- * a busy main thread, and for the burst that started the first ones), while
- * a function that really holds its environments gets more after that short
- * wait. The decision is taken after the event loop has read the messages
- * already received: after a pause of the main thread (a long collection, a
- * burst of work), the timer that finds an invocation waiting fires before
- * the loop reads the worker's message that its environment is free. Places
- * are taken from the environment most recently given one back, so that
- * invocations gather in few environments (several per message to them) and
- * the others stay idle and are ended after the idle timeout; an environment
- * running an invocation is never idle.
+ * only make each later. And one is started only once invocations have been
+ * waiting without a break for as long as the last start took, counted from
+ * when the newest environment became ready: a queue that the environments
+ * empty within that time would gain nothing from a new one (the common case
+ * for short calls on a busy main thread, and for the burst that started the
+ * first ones), while a function whose environments are all held gets more
+ * after that short wait, even if each call waits less than a start (calls
+ * that keep the queue full, as under steady load). The decision is taken
+ * after the event loop has read the messages already received: after a
+ * pause of the main thread (a long collection, a burst of work), the timer
+ * that finds invocations waiting fires before the loop reads the workers'
+ * messages that their environments are free. Places are taken from the
+ * environment most recently given one back, so that invocations gather in
+ * few environments (several per message to them) and the others stay idle
+ * and are ended after the idle timeout; an environment running an
+ * invocation is never idle.
  */
 export class Pool<E extends PooledEnvironment> {
   /** Started environments with a free place, the one to use next last. */
   private readonly spare: E[] = []
   private readonly all = new Set<E>()
   private readonly starting = new Set<E>()
-  private readonly waiting: { take: (env: E) => void; since: number }[] = []
+  /** Invocations waiting for a place, oldest first. */
+  private readonly waiting: ((env: E) => void)[] = []
+  /** Since when invocations have been waiting without a break (performance.now()); read only while some wait. */
+  private queuedSince = 0
   /** How long the last environment took to start, ms: how long an invocation waits before another starts for it. */
   private patienceMs = 0
   /** When an environment last became ready (performance.now()): waits count from then, as it may take them. */
@@ -113,7 +118,8 @@ export class Pool<E extends PooledEnvironment> {
       return Promise.resolve(env)
     }
     return new Promise((resolve) => {
-      this.waiting.push({ take: resolve, since: performance.now() })
+      if (this.waiting.length === 0) this.queuedSince = performance.now()
+      this.waiting.push(resolve)
       this.growSoon()
     })
   }
@@ -126,7 +132,7 @@ export class Pool<E extends PooledEnvironment> {
     const next = this.waiting.shift()
     if (next) {
       env.held++
-      return next.take(env)
+      return next(env)
     }
     if (this.replaced) {
       if (env.held === 0) this.discard(env)
@@ -171,7 +177,7 @@ export class Pool<E extends PooledEnvironment> {
       const next = this.waiting.shift()
       if (!next) break
       env.held++
-      next.take(env)
+      next(env)
     }
     if (this.replaced) {
       if (env.held === 0) this.discard(env)
@@ -209,28 +215,25 @@ export class Pool<E extends PooledEnvironment> {
   }
 
   private grow(): void {
-    if (this.closed) return
-    const now = performance.now()
-    // Waiters are in arrival order: those that waited long enough come first. With no environment
-    // started (all starting, or none), none can free up and every waiter is due at once.
+    if (this.closed || this.waiting.length === 0) return
+    // With no environment started (all starting, or none), none can free up: the wait is over at once.
     const running = this.all.size > this.starting.size
-    const waitingSince = (index: number) => Math.max(this.waiting[index]?.since ?? now, this.readyAt)
-    let due = 0
-    while (due < this.waiting.length && (!running || now - waitingSince(due) >= this.patienceMs)) due++
-    while (
-      this.starting.size * this.perWorker < due &&
-      this.starting.size < this.startsAtOnce &&
-      this.all.size < this.max
-    )
-      this.spawn()
-    // The others are looked at again once the oldest of them has waited long enough.
-    if (due < this.waiting.length && this.growTimer === undefined && this.all.size < this.max) {
+    const since = Math.max(this.queuedSince, this.readyAt)
+    const now = performance.now()
+    if (!running || now - since >= this.patienceMs) {
+      while (
+        this.starting.size * this.perWorker < this.waiting.length &&
+        this.starting.size < this.startsAtOnce &&
+        this.all.size < this.max
+      )
+        this.spawn()
+    } else if (this.growTimer === undefined && this.all.size < this.max) {
       this.growTimer = setTimeout(
         () => {
           this.growTimer = undefined
           this.growSoon()
         },
-        waitingSince(due) + this.patienceMs - now,
+        since + this.patienceMs - now,
       )
     }
   }
@@ -251,7 +254,7 @@ export class Pool<E extends PooledEnvironment> {
       } else {
         // The oldest waiting invocation answers the load error; without one, nobody needs it.
         const next = this.waiting.shift()
-        if (next) next.take(env)
+        if (next) next(env)
         else this.discard(env)
       }
       this.growSoon()
