@@ -105,6 +105,19 @@ describe('the answered-once memory', () => {
     expect(answered.recall(key, 1000)).toBeUndefined()
   })
 
+  it('gives back exactly the bytes published, whatever they are, and none of the buffer they were cut from', () => {
+    const answered = createAnsweredOnce(limits)
+    const key = answered.keyOf('r2', bytes('body'))!
+    const everyByte = Buffer.from(Array.from({ length: 256 }, (_, i) => i))
+    const slab = Buffer.alloc(8192, 1)
+    const view = slab.subarray(100, 103).fill(0xff) // not UTF-8
+    answered.remember(key, [everyByte, view], 0)
+    slab.fill(2)
+    const recalled = answered.recall(key, 0)!
+    expect(recalled).toStrictEqual([everyByte, Buffer.from([0xff, 0xff, 0xff])])
+    expect(recalled[1]!.buffer).not.toBe(slab.buffer)
+  })
+
   it('weighs an answer by its bytes: answers over the byte bound are not kept', () => {
     const answered = createAnsweredOnce({ ...limits, maxWeight: 100 }) // the key (46 bytes here) counts too
     const key = answered.keyOf('r', bytes('b'))!
