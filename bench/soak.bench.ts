@@ -36,7 +36,7 @@
  *   BENCH_BROKER     default TOOLBRIDGE_BROKER, else amqp://guest:guest@127.0.0.1:5672/
  *   BENCH_OUT        JSON path (default bench/results/soak.json); the SVG goes beside it
  */
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { relative, resolve } from 'node:path'
 import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import { RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transport.ts'
@@ -86,6 +86,8 @@ interface Sample {
   seconds: number
   answered: number
   rssMiB: number
+  /** The bridge process's threads: its own and one per worker thread. */
+  threads: number
   /** The bridge's main-thread heap in use (worker threads have their own). */
   heapUsedMiB: number
   eventLoopP99Ms: number
@@ -224,6 +226,7 @@ async function main(): Promise<void> {
       seconds: (performance.now() - started) / 1000,
       answered,
       rssMiB: rssMiB(bridge.pid),
+      threads: readdirSync(`/proc/${bridge.pid}/task`).length,
       cpuSeconds: cpuSeconds(bridge.pid),
       load1: loadAverage()[0]!,
       ...(await fromMetrics(bridge.url)),
@@ -251,6 +254,7 @@ async function main(): Promise<void> {
     answered: number
     reqPerSec: number
     rssMiB: number
+    threads: number
     heapUsedMiB: number
     eventLoopP99Ms: number
     cpuUsPerReq: number
@@ -266,6 +270,7 @@ async function main(): Promise<void> {
       answered: sample.answered,
       reqPerSec: (sample.answered - previous.answered) / Math.max(1e-9, sample.seconds - previous.seconds),
       rssMiB: sample.rssMiB,
+      threads: sample.threads,
       heapUsedMiB: sample.heapUsedMiB,
       eventLoopP99Ms: sample.eventLoopP99Ms,
       cpuUsPerReq: perRequestUs(previous, sample),
@@ -279,6 +284,7 @@ async function main(): Promise<void> {
     { title: 'answered', width: 8, cell: (r) => fmtInt(r.answered) },
     { title: 'req/s', width: 6, cell: (r) => fmtInt(r.reqPerSec) },
     { title: 'RSS MiB', width: 7, cell: (r) => fmt(r.rssMiB, 1) },
+    { title: 'threads', width: 7, cell: (r) => String(r.threads) },
     { title: 'heap MiB', width: 8, cell: (r) => fmt(r.heapUsedMiB, 1) },
     { title: 'loop p99 ms', width: 11, cell: (r) => fmt(r.eventLoopP99Ms, 1) },
     { title: 'cpu us/req', width: 10, cell: (r) => fmt(r.cpuUsPerReq, 0) },
