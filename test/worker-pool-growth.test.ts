@@ -223,6 +223,19 @@ describe('a pause of the main thread', () => {
 })
 
 describe('places', () => {
+  it('an environment given places back one by one is handed out no more than it has', async () => {
+    const fn = pool(1, { perWorker: 3 })
+    ask(fn, 3)
+    await turn()
+    await startAfter(10, created)
+    const [env] = created as [StandIn]
+    env.free()
+    env.free()
+    const next = ask(fn, 3)
+    await turn()
+    expect(next).toEqual([env, env, undefined])
+  })
+
   it('go to the environment most recently given one back, and waiting invocations in arrival order', async () => {
     const fn = pool(3, { startsAtOnce: 3 })
     ask(fn, 3)
@@ -321,7 +334,64 @@ describe('an environment that ends', () => {
   })
 })
 
+describe('an environment that ends (more)', () => {
+  it('while it starts, leaves the invocation waiting for it to another one started at once', async () => {
+    const fn = pool(2, { startsAtOnce: 1 })
+    const waiting = ask(fn, 1)
+    await turn()
+    const [dying] = created as [StandIn]
+    dying.dead = true
+    dying.hooks.onDeath(dying)
+    await turn()
+    expect(created).toHaveLength(2)
+    await startAfter(10, created.slice(1))
+    expect(waiting).toEqual([created[1]])
+  })
+
+  it('while idle, is never handed out again', async () => {
+    const fn = pool(2, { startsAtOnce: 1 })
+    ask(fn, 1)
+    await turn()
+    const [env] = created as [StandIn]
+    await startAfter(10, [env])
+    env.free()
+    env.dead = true
+    env.hooks.onDeath(env)
+    const next = ask(fn, 1)
+    await turn()
+    await startAfter(10, created.slice(1))
+    expect(next).toEqual([created[1]])
+  })
+})
+
 describe('an environment that may be stuck', () => {
+  it('takes no invocation while paused, even with a place free', async () => {
+    const fn = pool(1, { perWorker: 2 })
+    ask(fn, 1)
+    await turn()
+    await startAfter(10, created)
+    const [env] = created as [StandIn]
+    env.paused = true
+    env.hooks.onPause(env)
+    const waiting = ask(fn, 1)
+    await turn()
+    expect(waiting).toEqual([undefined])
+  })
+
+  it('pausing one that has no free place leaves the others as they were', async () => {
+    const fn = pool(2, { startsAtOnce: 2 })
+    ask(fn, 2)
+    await turn()
+    await startAfter(10, created)
+    const [a, b] = created as [StandIn, StandIn]
+    a.free()
+    b.paused = true
+    b.hooks.onPause(b) // b holds its one place: it is not among the spare ones
+    const next = ask(fn, 1)
+    await turn()
+    expect(next).toEqual([a])
+  })
+
   it('takes no invocation while paused; its free places go to waiting invocations when it resumes', async () => {
     const fn = pool(1, { perWorker: 2 })
     const first = ask(fn, 2)
@@ -354,9 +424,9 @@ describe('an environment that may be stuck', () => {
     env.free()
     env.paused = false
     env.hooks.onResume(env)
-    const next = ask(fn, 2)
+    const next = ask(fn, 3)
     await turn()
-    expect(next).toEqual([env, env])
+    expect(next).toEqual([env, env, undefined])
   })
 })
 
@@ -404,6 +474,23 @@ describe('an environment that resumes', () => {
 
   it('of a replaced pool, ends once it has nothing left to run', async () => {
     const fn = pool(1, { perWorker: 2 })
+    ask(fn, 2)
+    await turn()
+    await startAfter(10, created)
+    const [env] = created as [StandIn]
+    env.paused = true
+    env.hooks.onPause(env)
+    fn.replace()
+    env.free()
+    env.paused = false
+    env.hooks.onResume(env)
+    expect(env.ended).toBe(false) // one invocation still runs
+    env.free()
+    expect(env.ended).toBe(true)
+  })
+
+  it('of a replaced pool, with everything it held given up, ends as it resumes', async () => {
+    const fn = pool(1, { perWorker: 2 })
     ask(fn, 1)
     await turn()
     await startAfter(10, created)
@@ -424,11 +511,15 @@ describe('an environment that resumes', () => {
     await turn()
     await startAfter(10, created)
     const [env] = created as [StandIn]
+    env.paused = true
+    env.hooks.onPause(env)
+    env.free()
     const waiting = ask(fn, 1)
+    await turn()
     env.dead = true
     env.hooks.onResume(env)
     await turn()
-    expect(waiting[0]).not.toBe(env)
+    expect(waiting).toEqual([undefined])
   })
 })
 
@@ -455,6 +546,20 @@ describe('a pool replaced by newer code', () => {
     a.free()
     expect(a.ended).toBe(true)
     expect(fn.size).toBe(0)
+  })
+
+  it('keeps a busy environment with a free place until it has nothing left to run', async () => {
+    const fn = pool(1, { perWorker: 3 })
+    ask(fn, 2)
+    await turn()
+    await startAfter(10, created)
+    const [env] = created as [StandIn]
+    fn.replace()
+    expect(env.ended).toBe(false)
+    env.free()
+    expect(env.ended).toBe(false)
+    env.free()
+    expect(env.ended).toBe(true)
   })
 
   it('ends an idle environment at once', async () => {
@@ -490,6 +595,42 @@ describe('idle environments', () => {
     await vi.advanceTimersByTimeAsync(10 * SIZING.idleTimeoutMs)
     expect(fn.size).toBe(1)
     expect(c.ended).toBe(false)
+  })
+
+  it('longest idle first, also when an environment with several places went idle after another', async () => {
+    const fn = pool(2, { perWorker: 2, startsAtOnce: 2, warm: 1 })
+    ask(fn, 4)
+    await turn()
+    await startAfter(10, created)
+    const [a, b] = created as [StandIn, StandIn]
+    a.free() // a is spare first, still running one
+    await vi.advanceTimersByTimeAsync(10)
+    b.free()
+    b.free() // b idle from here
+    await vi.advanceTimersByTimeAsync(10)
+    a.free() // a idle from here, after b
+    await vi.advanceTimersByTimeAsync(SIZING.idleTimeoutMs - 10)
+    expect([a.ended, b.ended]).toEqual([false, true])
+  })
+
+  it('down to the warm ones even when several are due at once', async () => {
+    const fn = pool(2, { startsAtOnce: 2, warm: 1 })
+    ask(fn, 2)
+    await turn()
+    await startAfter(10, created)
+    for (const env of created) env.free()
+    await vi.advanceTimersByTimeAsync(SIZING.idleTimeoutMs)
+    expect(created.filter((env) => env.ended)).toHaveLength(1)
+    expect(fn.size).toBe(1)
+  })
+
+  it('one with several places, running an invocation, is never ended', async () => {
+    const fn = pool(1, { perWorker: 2 })
+    ask(fn, 1)
+    await turn()
+    await startAfter(10, created)
+    await vi.advanceTimersByTimeAsync(10 * SIZING.idleTimeoutMs)
+    expect(created[0]?.ended).toBe(false)
   })
 
   it('an environment running an invocation is never ended', async () => {
