@@ -1,25 +1,34 @@
 /**
- * A chart of what the bridge costs on one broker, from a broker bench's
- * results (bench/rabbitmq.bench.ts, kafka.bench.ts, pulsar.bench.ts): CPU
- * time of the bench process per request against the requests in flight, one
- * line per setup (raw echo, in process, worker threads one invocation per
- * worker, worker threads several per worker).
+ * A chart of what the bridge costs on one broker: CPU time of the bench
+ * process per request against the requests in flight, one line per setup
+ * (raw echo, in process, worker threads one invocation per worker, worker
+ * threads several per worker). It reads the results of a broker bench
+ * (bench/rabbitmq.bench.ts, kafka.bench.ts, pulsar.bench.ts) or of the
+ * embedded broker's (bench/bridge.bench.ts); given several runs' results, it
+ * draws each cell's median over them.
  *
  *   node bench/cost-chart.ts bench/results/rabbitmq.json docs/bench-rabbitmq.svg
+ *   node bench/cost-chart.ts run1.json run2.json run3.json docs/bench-embedded.svg
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { lineChartSvg, type Series } from './svg-chart.ts'
 
-interface Row {
-  setup: string
+/** A row of a broker bench (setup, nodeCpuUsPerReq) or of the embedded one (invoker, cpuUsPerRequest). */
+interface ResultRow {
+  setup?: string
+  invoker?: string
   inFlight: number
-  nodeCpuUsPerReq: number
+  nodeCpuUsPerReq?: number
+  cpuUsPerRequest?: number
 }
 
-const [input, output] = process.argv.slice(2)
-if (!input || !output) throw new Error('usage: node bench/cost-chart.ts <results.json> <chart.svg>')
-const results = JSON.parse(readFileSync(input, 'utf8')) as { bench: string; rows: Row[] }
+interface Cell {
+  setup: string
+  inFlight: number
+  cpuUs: number
+}
 
+/** Setups as the broker benches name them; the embedded bench calls the raw echo `echo`. */
 const NAMES: Record<string, string> = {
   baseline: 'raw echo',
   'in-process': 'in-process',
@@ -27,25 +36,54 @@ const NAMES: Record<string, string> = {
   'local-shared': 'workers, several per worker',
 }
 const COLORS = ['#7f8c8d', '#27ae60', '#c0392b', '#2471a3']
-const series: Series[] = Object.keys(NAMES)
-  .filter((setup) => results.rows.some((r) => r.setup === setup))
-  .map((setup, i) => ({
-    name: NAMES[setup]!,
-    color: COLORS[i]!,
-    axis: 'left',
-    points: results.rows
-      .filter((r) => r.setup === setup)
-      .sort((a, b) => a.inFlight - b.inFlight)
-      .map((r): [number, number] => [r.inFlight, r.nodeCpuUsPerReq]),
-  }))
+/** The embedded broker's bench calls itself `bridge`. */
+const brokerName = (bench: string) => (bench === 'bridge' ? 'the embedded broker' : bench)
+
+function cellOf(row: ResultRow): Cell | undefined {
+  const setup = row.setup ?? (row.invoker === 'echo' ? 'baseline' : row.invoker)
+  const cpuUs = row.nodeCpuUsPerReq ?? row.cpuUsPerRequest
+  if (setup === undefined || cpuUs === undefined || !(setup in NAMES)) return undefined
+  return { setup, inFlight: row.inFlight, cpuUs }
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
+/** One line per setup present, each point the median of that setup's cells at that level. */
+function seriesOf(cells: Cell[]): Series[] {
+  return Object.keys(NAMES)
+    .filter((setup) => cells.some((c) => c.setup === setup))
+    .map((setup, i) => {
+      const levels = [...new Set(cells.filter((c) => c.setup === setup).map((c) => c.inFlight))].sort((a, b) => a - b)
+      return {
+        name: NAMES[setup]!,
+        color: COLORS[i]!,
+        axis: 'left' as const,
+        points: levels.map((inFlight): [number, number] => [
+          inFlight,
+          median(cells.filter((c) => c.setup === setup && c.inFlight === inFlight).map((c) => c.cpuUs)),
+        ]),
+      }
+    })
+}
+
+const args = process.argv.slice(2)
+const output = args.pop()
+if (!output || args.length === 0) throw new Error('usage: node bench/cost-chart.ts <results.json>... <chart.svg>')
+const runs = args.map((path) => JSON.parse(readFileSync(path, 'utf8')) as { bench: string; rows: ResultRow[] })
+const cells = runs.flatMap((run) => run.rows.map(cellOf).filter((c) => c !== undefined))
+const runsSaid = runs.length > 1 ? `, median of ${runs.length} runs` : ''
 writeFileSync(
   output,
   lineChartSvg({
-    title: `toolbridge on ${results.bench}: CPU per request (client + service, one process)`,
+    title: `toolbridge on ${brokerName(runs[0]!.bench)}: CPU per request (client + service, one process${runsSaid})`,
     xLabel: 'requests in flight',
     leftLabel: 'CPU µs per request',
     rightLabel: '',
-    series,
+    series: seriesOf(cells),
   }),
 )
 console.log(`wrote ${output}`)
