@@ -6,13 +6,14 @@
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { createServer, type AddressInfo, type Server, type Socket } from 'node:net'
+import { createServer, Socket as NetSocket, type AddressInfo, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createServer as createTlsServer } from 'node:tls'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { PulsarTransport } from '../bridge/transports/pulsar/pulsar-transport.ts'
 import { PulsarClient, PulsarError } from '../lib/pulsar-client/index.ts'
+import { Connection } from '../lib/pulsar-client/connection.ts'
 import { FrameDecoder, parseFrame, simpleFrame } from '../lib/pulsar-client/frame.ts'
 import { decodeCommand, encodeCommand, type CommandName } from '../lib/pulsar-client/proto.ts'
 import { ToolbridgeError } from '../shared/errors.ts'
@@ -224,6 +225,48 @@ describe('the connection', () => {
     expect(error!.retriable).toBe(true)
   })
 
+  it('sends the frames written in one turn of the event loop in one write, also when separate callbacks wrote them', async () => {
+    const broker = await fakeBroker((command, reply) => {
+      if (command.type === 'connect') reply('connected', { server_version: 'scripted' })
+    })
+    const connection = await Connection.open({
+      logicalAddress: broker.url,
+      physicalAddress: broker.url,
+      tls: undefined,
+      auth: undefined,
+      connectTimeoutMs: 5_000,
+      operationTimeoutMs: 5_000,
+      keepAliveMs: 60_000,
+      logger: { debug() {}, warn() {} },
+    })
+    const brokerPort = Number(new URL(broker.url).port)
+    // Each flush of the client's socket to the system, by the frames it carries.
+    const flushes: number[] = []
+    const socketWrites = NetSocket.prototype as unknown as SocketWrites
+    const { _write, _writev } = socketWrites
+    socketWrites._write = function (this: Socket, ...args) {
+      if (this.remotePort === brokerPort) flushes.push(1)
+      return _write.apply(this, args)
+    }
+    socketWrites._writev = function (this: Socket, ...args) {
+      if (this.remotePort === brokerPort) flushes.push(args[0].length)
+      return _writev.apply(this, args)
+    }
+    try {
+      // Two callbacks of one phase, as two worker threads' answers read in one turn.
+      await new Promise<void>((resolve) => {
+        setImmediate(() => connection.write('ping', {}))
+        setImmediate(() => connection.write('ping', {}))
+        setImmediate(() => setImmediate(resolve))
+      })
+    } finally {
+      Object.assign(socketWrites, { _write, _writev })
+      connection.close()
+    }
+    expect(flushes).toEqual([2])
+    await waitFor(() => broker.seen.filter((s) => s.type === 'ping').length === 2)
+  })
+
   it('fails the handshake with Timeout when CONNECTED never comes', async () => {
     const broker = await fakeBroker(() => {})
     const error = await failure(client({ serviceUrl: broker.url, connectTimeoutMs: 100 }).connect())
@@ -310,6 +353,12 @@ describe('TLS', () => {
     },
   )
 })
+
+/** How a stream hands its bytes to the system: one chunk, or several buffered while it was corked. */
+interface SocketWrites {
+  _write(this: Socket, chunk: Buffer, encoding: string, done: (error?: Error | null) => void): void
+  _writev(this: Socket, chunks: { chunk: Buffer }[], done: (error?: Error | null) => void): void
+}
 
 async function waitFor(condition: () => boolean, limitMs = 5_000): Promise<void> {
   const deadline = Date.now() + limitMs

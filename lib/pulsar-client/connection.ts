@@ -204,13 +204,18 @@ export class Connection {
     this.writeFrame(simpleFrame(encodeCommand(name, fields)))
   }
 
-  /** Sends bytes already framed (messages). Frames written in one tick leave in one system call (an ack, a send, a flow...). */
+  /**
+   * Sends bytes already framed (messages). Frames written in one turn of the event loop leave in one
+   * system call (acks, sends, flows): also those written by callbacks of one phase, such as the answers
+   * of several worker threads read together, which a flush at the end of each tick would send one by
+   * one (and the broker would read one by one).
+   */
   writeFrame(frame: Buffer): void {
     if (this.closed) return
     if (!this.corked) {
       this.corked = true
       this.socket.cork()
-      process.nextTick(() => {
+      setImmediate(() => {
         this.corked = false
         this.socket.uncork()
       })
