@@ -2,16 +2,16 @@
  * The `toolbridge` command as a user runs it: `node bridge/cli/main.ts ...` in a
  * child process, checked by its output and exit code.
  */
-import { execFile, spawn, type ChildProcessByStdio } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer as createHttpServer } from 'node:http'
 import { createServer as createTcpServer } from 'node:net'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Readable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { StartedBridge } from './support/started-bridge.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const FAULTS_YML = 'test/fixtures/faults/serverless.yml'
@@ -56,45 +56,10 @@ function toolbridgeWith(env: Record<string, string>, ...args: string[]): Promise
 const lines = (text: string) => text.split('\n').filter((line) => line.trim() !== '')
 
 /** A `toolbridge [global options] start [start options]` child with its HTTP gateway on a free port. */
-class Server {
-  readonly child: ChildProcessByStdio<null, Readable, Readable>
-  stdout = ''
-  stderr = ''
-  readonly url: Promise<string>
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-
-  constructor(globalArgs: string[] = [], startArgs: string[] = []) {
-    this.child = spawn(
-      process.execPath,
-      ['bridge/cli/main.ts', ...globalArgs, 'start', '--port', '0', '--log-level', 'warn', ...startArgs],
-      {
-        cwd: ROOT,
-        env: cleanEnv(),
-        stdio: ['ignore', 'pipe', 'pipe'],
-        timeout: CHILD_TIMEOUT_MS,
-      },
-    )
-    this.child.stdout.setEncoding('utf8')
-    this.child.stderr.setEncoding('utf8')
-    this.child.stderr.on('data', (text: string) => (this.stderr += text))
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })))
-    this.url = new Promise((resolve, reject) => {
-      this.child.stdout.on('data', (text: string) => {
-        this.stdout += text
-        const match = /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools \(/m.exec(this.stdout)
-        if (match) resolve(match[1]!)
-      })
-      void this.exited.then(({ code }) =>
-        reject(new Error(`toolbridge start exited (${code}) before serving:\n${this.stdout}${this.stderr}`)),
-      )
-    })
-  }
-
-  async stop(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL')
-    await this.exited
-  }
-}
+const startServer = (globalArgs: string[] = [], startArgs: string[] = []) =>
+  new StartedBridge([...globalArgs, 'start', '--port', '0', '--log-level', 'warn', ...startArgs], {
+    env: { TOOLBRIDGE_PORT: '9' },
+  })
 
 const ndjson = (text: string) => lines(text).map((line) => JSON.parse(line) as Record<string, unknown>)
 
@@ -221,15 +186,15 @@ describe('toolbridge invoke, a stream service without --stream', () => {
 })
 
 describe('toolbridge invoke, and the bridge on this machine', () => {
-  let other: Server
+  let other: StartedBridge
   let otherPort: string
-  let locked: Server
+  let locked: StartedBridge
   let lockedPort: string
   beforeAll(async () => {
-    other = new Server(['-c', FAULTS_YML])
-    locked = new Server([], ['--http-token', 'sesame'])
-    otherPort = new URL(await other.url).port
-    lockedPort = new URL(await locked.url).port
+    other = startServer(['-c', FAULTS_YML])
+    locked = startServer([], ['--http-token', 'sesame'])
+    otherPort = new URL(await other.url()).port
+    lockedPort = new URL(await locked.url()).port
   })
   afterAll(() => Promise.all([other?.stop(), locked?.stop()]))
 
@@ -268,14 +233,14 @@ describe('toolbridge invoke, and the bridge on this machine', () => {
 describe('toolbridge invoke --url, through a running toolbridge start', () => {
   // Its functions are "on Lambda" at an endpoint where nothing listens: an answer that says so
   // can only come from that bridge, never from one `invoke` would start of its own.
-  let server: Server
+  let server: StartedBridge
   let url: string
   beforeAll(async () => {
-    server = new Server(
+    server = startServer(
       [],
       ['--invoker', 'lambda', '--lambda-endpoint', 'http://127.0.0.1:9', '--lambda-retry-window', '0'],
     )
-    url = await server.url
+    url = await server.url()
   })
   afterAll(() => server?.stop())
 
@@ -463,11 +428,11 @@ describe('toolbridge descriptors', () => {
 })
 
 describe('toolbridge start with the example functions', () => {
-  let server: Server
+  let server: StartedBridge
   let url: string
   beforeAll(async () => {
-    server = new Server()
-    url = await server.url
+    server = startServer()
+    url = await server.url()
   })
   afterAll(async () => {
     await server.stop()
@@ -554,9 +519,9 @@ describe('toolbridge start with the example functions', () => {
 
 describe('toolbridge start, stopped by SIGTERM', () => {
   it('finishes a request in flight, then exits 0', async () => {
-    const server = new Server(['-c', FAULTS_YML])
+    const server = startServer(['-c', FAULTS_YML])
     try {
-      const url = await server.url
+      const url = await server.url()
       const res = await post(`${url}/tools/slow-stream`, { arguments: { ms: 1000 } })
       expect(res.status).toBe(200)
       // Read up to the first chunk: from then on the request is in the bridge's hands.
@@ -605,9 +570,9 @@ async function readUntil(res: Response, until: (received: string) => boolean) {
 
 describe('toolbridge start, shutting down with HTTP callers', () => {
   it('answers calls still running when --drain-timeout runs out with "unavailable", over /tools and /mcp, then exits 0', async () => {
-    const server = new Server(['-c', FAULTS_YML], ['--drain-timeout', '1'])
+    const server = startServer(['-c', FAULTS_YML], ['--drain-timeout', '1'])
     try {
-      const url = await server.url
+      const url = await server.url()
       // Both run longer than the drain; their own timeout (10 s) and the gateway's margin would come long after.
       const res = await post(`${url}/tools/slow-stream`, { arguments: { ms: 8000 } })
       const mcpAnswer = fetch(`${url}/mcp`, {
@@ -645,9 +610,9 @@ describe('toolbridge start, shutting down with HTTP callers', () => {
   })
 
   it('answers a new call during the drain with 503 "unavailable" and Retry-After, and finishes the one in flight', async () => {
-    const server = new Server(['-c', FAULTS_YML], ['--drain-timeout', '30'])
+    const server = startServer(['-c', FAULTS_YML], ['--drain-timeout', '30'])
     try {
-      const url = await server.url
+      const url = await server.url()
       const res = await post(`${url}/tools/slow-stream`, { arguments: { ms: 5000 } })
       const call = await readUntil(res, (received) => received.includes('\n'))
       server.child.kill('SIGTERM')

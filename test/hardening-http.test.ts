@@ -21,6 +21,7 @@ import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import type { Logger } from '../bridge/support/logger.ts'
 import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory/memory-transport.ts'
 import { ToolbridgeError } from '../shared/errors.ts'
+import { StartedBridge } from './support/started-bridge.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const HARDENING_YML = 'test/fixtures/hardening-http/serverless.yml'
@@ -283,54 +284,40 @@ describe('one token for every endpoint that runs tools, and no open network addr
       /^toolbridge: --host: "0\.0\.0\.0" is reachable from other machines and \/tools would run tools for anyone there without a token: set --http-token .* or pass --allow-unauthenticated/,
     )
 
-    const child = spawn(
-      process.execPath,
-      [
-        'bridge/cli/main.ts',
-        '-c',
-        HARDENING_YML,
-        'start',
-        '--port',
-        '0',
-        '--log-level',
-        'warn',
-        '--mcp-token',
-        'm',
-        '--invoker',
-        'in-process',
-      ],
-      { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
-    )
+    const bridge = new StartedBridge([
+      '-c',
+      HARDENING_YML,
+      'start',
+      '--port',
+      '0',
+      '--log-level',
+      'warn',
+      '--mcp-token',
+      'm',
+      '--invoker',
+      'in-process',
+    ])
     try {
-      let stdout = ''
-      await new Promise<void>((resolve, reject) => {
-        child.stdout.on('data', (d: Buffer) => {
-          stdout += d
-          if (/MCP: /.test(stdout)) resolve()
-        })
-        child.once('exit', (code) => reject(new Error(`exited ${code}: ${stdout}`)))
-      })
-      expect(stdout).toMatch(
+      await bridge.printed(/^ {2}MCP: .*\n/m)
+      expect(bridge.stdout).toMatch(
         /^ {2}HTTP: (http:\/\/127\.0\.0\.1:\d+)\/tools \(no token: open to anyone who reaches \1\)$/m,
       )
-      expect(stdout).toMatch(/^ {2}MCP: http:\/\/127\.0\.0\.1:\d+\/mcp \(bearer token required\)$/m)
+      expect(bridge.stdout).toMatch(/^ {2}MCP: http:\/\/127\.0\.0\.1:\d+\/mcp \(bearer token required\)$/m)
 
       // A function's 1 MB error message: logged, cut to a few KB.
-      let stderr = ''
-      child.stderr.on('data', (d: Buffer) => (stderr += d))
-      const url = /HTTP: (\S+)\/tools/.exec(stdout)![1]!
+      const url = await bridge.url()
       const failed = await fetch(`${url}/tools/long-error`, {
         method: 'POST',
         headers: JSON_HEADERS,
         body: callBody({ size: 1024 * 1024 }),
       })
       expect(failed.status).toBe(502)
-      await until(() => stderr.includes('eeee\u2026'))
-      const longest = Math.max(...stderr.split('\n').map((line) => line.length))
+      await until(() => bridge.stderr.includes('eeee\u2026'))
+      const longest = Math.max(...bridge.stderr.split('\n').map((line) => line.length))
       expect(longest).toBeGreaterThan(MAX_TEXT)
       expect(longest).toBeLessThan(2 * MAX_TEXT)
     } finally {
-      child.kill('SIGKILL')
+      await bridge.stop()
     }
   })
 })

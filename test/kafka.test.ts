@@ -10,7 +10,6 @@
  * the bridge. Waits are fail-safes, never assertions on time; the measured
  * recovery time is printed.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -42,12 +41,12 @@ import {
 } from './support/kafka.ts'
 import { TRUSTGRAPH_INSTALL, trustgraphClientCalls, trustgraphInstalled } from './support/trustgraph.ts'
 import { ResponseTap, waitFor } from './support/response-tap.ts'
+import { StartedBridge } from './support/started-bridge.ts'
 import { describeTransport } from './support/transport-contract.ts'
 
 const EXAMPLES_YML = fileURLToPath(new URL('../serverless.yml', import.meta.url))
 const FIXTURE_YML = fileURLToPath(new URL('./fixtures/brokers/kafka.yml', import.meta.url))
 const CALCULATOR = fileURLToPath(new URL('../functions/calculator/handler.ts', import.meta.url))
-const CLI = fileURLToPath(new URL('../bridge/cli/main.ts', import.meta.url))
 /** Fail-safe for calls that should be answered: never an assertion on how long they take. */
 const CALL_TIMEOUT_MS = 30_000
 
@@ -349,18 +348,17 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
 
     it('hands the requests of a replica killed mid-work (SIGKILL, no goodbye) to the other replica', async () => {
       // Replica A in a process of its own, killed outright; replica B in this one.
-      const child: ChildProcess = spawn(
-        process.execPath,
-        [CLI, '-c', FIXTURE_YML, 'start', '--broker', threePartitions(), '--log-level', 'warn'],
-        {
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      )
-      cleanups.push(() => child.kill('SIGKILL'))
-      let output = ''
-      child.stdout!.on('data', (d: Buffer) => (output += d))
-      child.stderr!.on('data', (d: Buffer) => (output += d))
-      await waitFor('replica A to serve', () => output.includes('toolbridge: serving on'), 60_000)
+      const replicaA = new StartedBridge([
+        '-c',
+        FIXTURE_YML,
+        'start',
+        '--broker',
+        threePartitions(),
+        '--log-level',
+        'warn',
+      ])
+      cleanups.push(() => replicaA.stop())
+      await replicaA.printed(/toolbridge: serving on/)
       const b = await runtime(asReplica(fixtures, 'replicaB'), threePartitions())
       await waitFor('both replicas to hold partitions', async () => {
         const members = await groupAssignments(group)
@@ -380,8 +378,9 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
       await waitFor('replica B to be busy', () => b.bridge.inFlight > 0)
       await new Promise((resolve) => setTimeout(resolve, 300))
       const members = await groupAssignments(group)
-      child.kill('SIGKILL')
+      const killing = replicaA.stop()
       killed = true
+      await killing
       const answers = await Promise.all(calls)
       answers.forEach((text, n) => expect(text).toMatch(new RegExp(`^[AB]:${n}$`)))
       // A died before its 2.5 s sleeps ended: everything was answered by B, including what A held.

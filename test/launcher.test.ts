@@ -5,45 +5,27 @@
  * win. Read from /proc (Linux): the command line and environment the
  * process runs with.
  */
-import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
-
-const cleanEnv = () =>
-  Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([key]) => !key.startsWith('TOOLBRIDGE_') && key !== 'NODE_OPTIONS' && key !== 'MALLOC_ARENA_MAX',
-    ),
-  )
+import { StartedBridge } from './support/started-bridge.ts'
 
 /** Starts `toolbridge start` on the embedded broker; once it serves, what its process runs with. */
 async function startedWith(env: Record<string, string>): Promise<{ argv: string[]; env: string[] }> {
-  const child = spawn(process.execPath, ['bridge/cli/toolbridge.js', 'start', '--port', '0', '--log-level', 'warn'], {
-    cwd: ROOT,
-    env: { ...cleanEnv(), ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+  // The user's own settings of these come only from `env`.
+  const bridge = new StartedBridge(['start', '--port', '0', '--log-level', 'warn'], {
+    entry: 'bridge/cli/toolbridge.js',
+    env,
+    unset: ['NODE_OPTIONS', 'MALLOC_ARENA_MAX'],
   })
-  const exited = new Promise<void>((done) => child.once('exit', () => done()))
   try {
-    let out = ''
-    await new Promise<void>((serving, failed) => {
-      child.stdout.on('data', (bytes: Buffer) => {
-        out += bytes.toString()
-        if (out.includes('HTTP: ')) serving()
-      })
-      child.once('exit', (code) => failed(new Error(`toolbridge start exited (${code}): ${out}`)))
-    })
-    const pid = child.pid!
+    await bridge.url()
+    const pid = bridge.child.pid!
     return {
       argv: readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'),
       env: readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0'),
     }
   } finally {
-    child.kill('SIGTERM')
-    await exited
+    await bridge.stop('SIGTERM')
   }
 }
 

@@ -8,7 +8,7 @@
  * queues the agent loaded. Needs scripts/trustgraph-venv.sh and
  * rabbitmq-server or a Pulsar (scripts/pulsar.sh); .ci/run provides them.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { execFile, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ConfigClient } from '../bridge/trustgraph/config-client.ts'
@@ -17,6 +17,7 @@ import { register } from '../bridge/trustgraph/registration.ts'
 import { createTransport } from '../bridge/transports/create-transport.ts'
 import { PULSAR_INSTALL, pulsarRunnable, startPulsar } from './support/pulsar.ts'
 import { RABBITMQ_INSTALL, rabbitmqInstalled, startRabbitmq } from './support/rabbitmq.ts'
+import { StartedBridge } from './support/started-bridge.ts'
 import { TRUSTGRAPH_INSTALL, trustgraphClientCalls, trustgraphInstalled } from './support/trustgraph.ts'
 import {
   agentTools as agentToolsOn,
@@ -180,36 +181,18 @@ describe.each(BACKENDS)("registering with TrustGraph's configuration service on 
   it.skipIf(!ready)(
     "start --register announces the tools once its queues are bound; TrustGraph's agent loads them, and its client calls them there",
     async () => {
-      const child = spawn(
-        process.execPath,
-        [
-          'bridge/cli/main.ts',
-          'start',
-          '--broker',
-          broker.url,
-          '--register',
-          '--workspace',
-          'interop-start',
-          '--invoker',
-          'in-process',
-        ],
-        {
-          cwd: ROOT,
-          env: cleanEnv(),
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      )
-      let output = ''
+      const bridge = new StartedBridge([
+        'start',
+        '--broker',
+        broker.url,
+        '--register',
+        '--workspace',
+        'interop-start',
+        '--invoker',
+        'in-process',
+      ])
       try {
-        await new Promise<void>((resolve, reject) => {
-          const onData = (d: Buffer) => {
-            output += d
-            if (output.includes('registered 6 config items in workspace "interop-start"')) resolve()
-          }
-          child.stdout.on('data', onData)
-          child.stderr.on('data', onData)
-          child.once('exit', (code) => reject(new Error(`toolbridge start exited ${code}: ${output}`)))
-        })
+        await bridge.printed(/registered 6 config items in workspace "interop-start"/)
         const { workspaces } = await agentTools()
         const joke = workspaces['interop-start']!['tell-joke']!
         const settings = joke.settings as {
@@ -233,7 +216,7 @@ describe.each(BACKENDS)("registering with TrustGraph's configuration service on 
           messages: 1,
         })
       } finally {
-        await stopChild(child)
+        await bridge.stop()
       }
     },
   )

@@ -5,7 +5,7 @@
  * TrustGraph's agent would refuse is refused before anything is sent.
  * Against TrustGraph's own configuration service and agent: register.interop.test.ts.
  */
-import { execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ConfigClient } from '../bridge/trustgraph/config-client.ts'
@@ -15,6 +15,7 @@ import { register, registrationItems, unregister } from '../bridge/trustgraph/re
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { registerOn } from '../bridge/cli/trustgraph-commands.ts'
 import { agentToolRefusal, descriptors } from '../bridge/project/descriptors.ts'
+import { StartedBridge } from './support/started-bridge.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
@@ -224,26 +225,11 @@ describe('toolbridge register / start --register', () => {
   })
 
   it('start --register announces the tools once it serves, and still serves them', async () => {
-    const child = spawn(
-      process.execPath,
-      ['bridge/cli/main.ts', 'start', '--register', '--port', '0', '--invoker', 'in-process'],
-      {
-        cwd: ROOT,
-        env: cleanEnv(),
-        stdio: ['ignore', 'pipe', 'pipe'],
-        timeout: 30_000,
-      },
-    )
-    let stdout = ''
+    const bridge = new StartedBridge(['start', '--register', '--port', '0', '--invoker', 'in-process'])
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout.on('data', (d: Buffer) => {
-          stdout += d
-          const http = /^ {2}HTTP: (\S+)\/tools \(/m.exec(stdout)
-          if (http && /registered/.test(stdout)) resolve(http[1]!)
-        })
-        child.once('exit', (code) => reject(new Error(`exited ${code}: ${stdout}`)))
-      })
+      await bridge.printed(/^ {2}registered .*\n/m)
+      const url = await bridge.url()
+      const { stdout } = bridge
       expect(stdout).toContain(`  registered 6 config items in workspace "default": ${EXPECTED_KEYS.join(', ')}\n`)
       expect(stdout).toContain(`  MCP: ${url}/mcp (no token: open to anyone who reaches ${url})\n`)
       const res = await fetch(`${url}/tools/tell-joke`, {
@@ -253,7 +239,7 @@ describe('toolbridge register / start --register', () => {
       })
       expect((await res.text()).trim().split('\n').at(-1)).toContain('meowtain')
     } finally {
-      child.kill('SIGKILL')
+      await bridge.stop()
     }
   })
 })

@@ -11,8 +11,8 @@ import { runInNewContext } from 'node:vm'
 import { Worker } from 'node:worker_threads'
 import { describe, expect, it } from 'vitest'
 import { collectFullyAndRelease } from '../bridge/support/full-collection.ts'
+import { StartedBridge } from './support/started-bridge.ts'
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const MiB = 2 ** 20
 
 const turn = () => new Promise((resolve) => setImmediate(resolve))
@@ -66,10 +66,8 @@ describe('the idle collection', () => {
 
 describe('toolbridge start after a burst', () => {
   it('collects in full once it has taken no request for --release-memory-after seconds, and says so at debug level', async () => {
-    const child = spawn(
-      process.execPath,
+    const bridge = new StartedBridge(
       [
-        'bridge/cli/toolbridge.js',
         '-c',
         'test/fixtures/idle/serverless.yml',
         'start',
@@ -82,20 +80,10 @@ describe('toolbridge start after a burst', () => {
         '--log-level',
         'debug',
       ],
-      { cwd: ROOT, env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] },
+      { entry: 'bridge/cli/toolbridge.js' },
     )
     try {
-      let stdout = ''
-      let stderr = ''
-      child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text))
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout.setEncoding('utf8').on('data', (text: string) => {
-          stdout += text
-          const match = /HTTP: (http:\/\/[^/\s]+)\/tools/.exec(stdout)
-          if (match) resolve(match[1]!)
-        })
-        child.once('exit', (code) => reject(new Error(`toolbridge start exited (${code}):\n${stdout}${stderr}`)))
-      })
+      const url = await bridge.url()
       for (let call = 0; call < 8; call++) {
         const response = await fetch(`${url}/tools/litter`, {
           method: 'POST',
@@ -106,7 +94,7 @@ describe('toolbridge start after a burst', () => {
       }
       const line = await new Promise<Record<string, unknown>>((resolve) => {
         const look = () => {
-          const found = stderr
+          const found = bridge.stderr
             .split('\n')
             .filter((text) => text.includes('heap collected in full'))
             .map((text) => JSON.parse(text) as Record<string, unknown>)[0]
@@ -118,7 +106,7 @@ describe('toolbridge start after a burst', () => {
       expect(line).toMatchObject({ msg: 'idle: heap collected in full and its free pages given back' })
       expect(line.heapMiBAfter as number).toBeLessThan(line.heapMiBBefore as number)
     } finally {
-      child.kill('SIGKILL')
+      await bridge.stop()
     }
   })
 })

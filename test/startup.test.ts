@@ -4,11 +4,12 @@
  * commands and settings that use them. Checked by the modules a child
  * process actually loads (recorded by a module hook), not by time.
  */
-import { execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { StartedBridge } from './support/started-bridge.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const CHILD_TIMEOUT_MS = 30_000
@@ -103,41 +104,19 @@ describe('start-up loads only what the command needs', () => {
   })
 
   it('start on the embedded broker loads prom-client and pino, and no broker client, MCP SDK or AWS SDK until /mcp is called', async () => {
-    const port = await freePort()
-    const child = spawn(
-      process.execPath,
-      ['--import', RECORD_LOADS, 'bridge/cli/toolbridge.js', 'start', '--port', String(port)],
-      {
-        cwd: ROOT,
-        env: cleanEnv(),
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    )
-    let stderr = ''
-    child.stderr.on('data', (bytes: Buffer) => (stderr += bytes.toString()))
-    const exited = new Promise<void>((done) => child.once('exit', () => done()))
-    await new Promise<void>((serving) =>
-      child.stdout.on('data', (bytes: Buffer) => bytes.toString().includes('HTTP: ') && serving()),
-    )
-    const answer = await fetch(`http://127.0.0.1:${port}/tools/tell-joke`, {
+    const bridge = new StartedBridge(['start', '--port', '0'], {
+      entry: 'bridge/cli/toolbridge.js',
+      nodeArgs: ['--import', RECORD_LOADS],
+    })
+    const url = await bridge.url()
+    const answer = await fetch(`${url}/tools/tell-joke`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{"arguments":{"topic":"x"}}',
     })
     expect(answer.status).toBe(200)
     await answer.text()
-    child.kill('SIGTERM')
-    await exited
-    expect(heavyIn(packagesIn(stderr))).toEqual(['prom-client', 'pino'])
+    await bridge.stop('SIGTERM')
+    expect(heavyIn(packagesIn(bridge.stderr))).toEqual(['prom-client', 'pino'])
   })
 })
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer()
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo
-      probe.close(() => resolve(port))
-    })
-  })
-}
