@@ -11,6 +11,8 @@ import { type EnvironmentHooks, Pool, type PooledEnvironment } from '../bridge/i
 
 class StandIn implements PooledEnvironment {
   held = 0
+  /** As the test sets it (the function's pace, for a real environment). */
+  places = 1
   spare = false
   paused = false
   idleSince = 0
@@ -54,6 +56,7 @@ function pool(max: number, { perWorker = 1, startsAtOnce = 2, warm = 0 } = {}): 
     { ...SIZING, warm },
     (hooks) => {
       const env = new StandIn(hooks)
+      env.places = perWorker
       created.push(env)
       return env
     },
@@ -274,6 +277,79 @@ describe('places', () => {
     await turn()
     expect(fifth).toEqual([env])
     expect(created).toHaveLength(1)
+  })
+
+  it('an environment whose places grew hands the new ones to waiting invocations as it gives one back', async () => {
+    const fn = pool(1)
+    ask(fn, 1)
+    await turn()
+    await startAfter(10, created)
+    const [env] = created as [StandIn]
+    const waiting = ask(fn, 4)
+    await turn()
+    expect(waiting).toEqual([undefined, undefined, undefined, undefined])
+    env.places = 4 // its function turned out quick: three may wait in line behind the one running
+    env.free()
+    await turn()
+    expect(waiting).toEqual([env, env, env, env])
+    expect(env.held).toBe(4)
+    expect(created).toHaveLength(1)
+  })
+
+  it('an environment whose places shrank is handed out no more until it holds fewer than it has', async () => {
+    const fn = pool(2, { startsAtOnce: 1 })
+    ask(fn, 1)
+    await turn()
+    await startAfter(10, created)
+    const [env] = created as [StandIn]
+    env.places = 3
+    env.free()
+    const two = ask(fn, 2)
+    await turn()
+    expect(two).toEqual([env, env])
+    env.places = 1 // the invocation it runs turned out slow
+    const next = ask(fn, 1)
+    await turn()
+    expect(next).toEqual([undefined])
+    env.free()
+    await turn()
+    expect(next).toEqual([undefined])
+    env.free()
+    await turn()
+    expect(next).toEqual([env])
+    expect(env.held).toBe(1)
+  })
+
+  it('an environment whose places shrank to what it holds is not handed out; the next most recent one is', async () => {
+    const fn = pool(2, { perWorker: 3, startsAtOnce: 2 })
+    ask(fn, 4)
+    await turn()
+    await startAfter(10, created)
+    const [first, second] = created as [StandIn, StandIn]
+    expect([first.held, second.held]).toEqual([3, 1])
+    first.free() // the most recent to give one back: 2 held of 3
+    first.places = 2
+    const next = ask(fn, 1)
+    await turn()
+    expect(next).toEqual([second])
+  })
+
+  it('one given a place back while it was full comes first after, also with another given one back before it', async () => {
+    const fn = pool(2, { startsAtOnce: 2 })
+    ask(fn, 2)
+    await turn()
+    await startAfter(10, created)
+    const [a, b] = created as [StandIn, StandIn]
+    b.free()
+    a.free()
+    const both = ask(fn, 2)
+    await turn()
+    expect(both).toEqual([a, b])
+    a.free()
+    b.free() // while a is spare again, b comes back last: it is the one to use next
+    const next = ask(fn, 1)
+    await turn()
+    expect(next).toEqual([b])
   })
 
   it('a load error is given to the oldest waiting invocation, and an environment nobody waits for is ended', async () => {

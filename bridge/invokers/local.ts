@@ -136,6 +136,11 @@ class Environment implements PooledEnvironment {
     this.worker.on('exit', (code) => this.die(`its worker exited with code ${code}`))
   }
 
+  /** Places the pool may take in it: invocations it may run at once. */
+  get places(): number {
+    return this.options.perWorker
+  }
+
   /** Runs one invocation in this worker; the pool reserved its place. */
   run(
     event: unknown,

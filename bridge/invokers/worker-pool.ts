@@ -13,8 +13,10 @@ export const CORES = availableParallelism()
 export interface PooledEnvironment {
   /** Resolves with a load error message, or undefined once the handler is loaded. */
   readonly ready: Promise<string | undefined>
-  /** Places taken by the pool (invocations reserved, running, or being given up). */
+  /** Places taken by the pool (invocations reserved, running, waiting in line, or being given up). */
   held: number
+  /** Places it has now: may change with the function's pace (call-pace.ts). */
+  readonly places: number
   /** Whether the pool has it among those with a free place. */
   spare: boolean
   /** Waiting for the worker to confirm it gave up timed-out invocations: no new ones meanwhile. */
@@ -38,7 +40,7 @@ export interface EnvironmentHooks<E extends PooledEnvironment = PooledEnvironmen
 
 /**
  * The environments of one function, at most `max` of them, each holding up
- * to `perWorker` invocations, started on demand: one more only while
+ * to its `places` invocations (at least `perWorker`), started on demand: one more only while
  * invocations wait for a place and the environments starting cannot take
  * them all, and a free place (in a new environment or one that finished an
  * invocation) goes to the oldest waiting invocation. Starting one is CPU
@@ -87,7 +89,7 @@ export class Pool<E extends PooledEnvironment> {
     onFree: (env) => this.release(env),
     onDeath: (env) => this.forget(env),
     onPause: (env) => this.unspare(env),
-    onResume: (env) => this.resume(env),
+    onResume: (env) => this.offer(env),
   }
   /** Replaced by a pool of newer code (reload): each environment ends once it has no invocation to run. */
   private replaced = false
@@ -112,7 +114,11 @@ export class Pool<E extends PooledEnvironment> {
 
   /** A place in an environment that has started (or failed to: its `ready` says which). */
   acquire(): Promise<E> {
-    const env = this.spare.at(-1)
+    let env = this.spare.at(-1)
+    while (env && env.held >= env.places) {
+      this.unspare(env) // its places shrank since it became spare
+      env = this.spare.at(-1)
+    }
     if (env) {
       this.hold(env)
       return Promise.resolve(env)
@@ -126,26 +132,8 @@ export class Pool<E extends PooledEnvironment> {
 
   /** Gives back one place in an environment. */
   release(env: E): void {
-    if (env.dead) return
     env.held--
-    if (env.paused) return // its places are handed out again on resume
-    const next = this.waiting.shift()
-    if (next) {
-      env.held++
-      return next(env)
-    }
-    if (this.replaced) {
-      if (env.held === 0) this.discard(env)
-      return
-    }
-    if (!env.spare) {
-      env.spare = true
-      this.spare.push(env)
-    }
-    if (env.held === 0) {
-      env.idleSince = performance.now()
-      this.scheduleRetirement()
-    }
+    this.offer(env)
   }
 
   /** Ends an environment (load failure); a waiting invocation gets a fresh one. */
@@ -170,10 +158,10 @@ export class Pool<E extends PooledEnvironment> {
     await Promise.all([...this.all].map((env) => env.end()))
   }
 
-  /** A paused environment's free places, to waiting invocations first. */
-  private resume(env: E): void {
-    if (env.dead) return
-    while (env.held < this.perWorker) {
+  /** An environment's free places, to waiting invocations first; then it is spare, or idle. */
+  private offer(env: E): void {
+    if (env.dead || env.paused) return // a paused one's places are handed out again on resume
+    while (env.held < env.places) {
       const next = this.waiting.shift()
       if (!next) break
       env.held++
@@ -183,7 +171,7 @@ export class Pool<E extends PooledEnvironment> {
       if (env.held === 0) this.discard(env)
       return
     }
-    if (env.held < this.perWorker && !env.spare) {
+    if (env.held < env.places && !env.spare) {
       env.spare = true
       this.spare.push(env)
     }
@@ -201,7 +189,7 @@ export class Pool<E extends PooledEnvironment> {
 
   private hold(env: E): void {
     env.held++
-    if (env.held >= this.perWorker) this.unspare(env)
+    if (env.held >= env.places) this.unspare(env)
   }
 
   /** Grows once this turn's messages are read (the check phase runs after the poll phase that reads them). */
@@ -248,9 +236,7 @@ export class Pool<E extends PooledEnvironment> {
       if (loadError === undefined) {
         this.readyAt = performance.now()
         this.patienceMs = this.readyAt - startedAt
-        // Every place of the new environment, to waiting invocations first.
-        env.held = this.perWorker
-        for (let place = 0; place < this.perWorker; place++) this.release(env)
+        this.offer(env) // every place of the new environment, to waiting invocations first
       } else {
         // The oldest waiting invocation answers the load error; without one, nobody needs it.
         const next = this.waiting.shift()
