@@ -39,6 +39,8 @@ export const MUTATION_TESTS = [
   'test/linked-list.test.ts',
   'test/worker-messages.test.ts',
   'test/worker-pool-growth.test.ts',
+  'test/call-pace.test.ts',
+  'test/line-claims.test.ts',
   'test/request-age.test.ts',
   'test/answered-once.test.ts',
   'test/dead-letters.test.ts',

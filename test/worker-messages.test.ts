@@ -22,8 +22,8 @@ describe('worker messages', () => {
     const ended: FromWorker = {
       type: 'ended',
       ends: [
-        { id: 1, type: 'done', text: '✓ done' },
-        { id: 2, type: 'error', errorType: 'TypeError', errorMessage: 'bad' },
+        { id: 1, us: 12, type: 'done', text: '✓ done' },
+        { id: 2, us: 3400, type: 'error', errorType: 'TypeError', errorMessage: 'bad' },
       ],
       arrayBufferBytes: 0,
     }

@@ -1,16 +1,24 @@
 /**
  * Runs handlers in worker threads, Lambda-like: each worker is one execution
  * environment of one function and keeps its module state between
- * invocations. By default it handles one invocation at a time, as Lambda
- * does; a function with `invocationsPerWorker: N` (for async handlers that
- * mostly wait) lets each worker hold up to N at once, and then the function
- * has no more workers than the machine has cores.
+ * invocations. By default it runs one invocation at a time, as Lambda does;
+ * for a function whose invocations take microseconds, a worker is sent the
+ * next ones while it runs one, and they wait in line there (call-pace.ts
+ * says how many), so that messages between the threads travel in batches.
+ * A function with `invocationsPerWorker: N` (for async handlers that mostly
+ * wait) lets each worker hold up to N at once, and then the function has no
+ * more workers than the machine has cores.
+ *
+ * An invocation that runs for long has the ones waiting in line behind it
+ * taken back after GIVE_BACK_MS, for another worker (line-claims.ts).
  *
  * A function that throws becomes an error response; one that times out,
  * loops forever, floods a stream, outgrows its memorySize or kills its
  * thread has its worker terminated and replaced, and the bridge keeps
- * serving. When a worker ends, every invocation it held is answered with an
- * error, and no other. With several invocations per worker, one that times
+ * serving. When a worker ends, the invocations it had started are answered
+ * with an error, once the worker has exited and every message it posted has
+ * been read; those waiting in line behind them never started and go to
+ * another worker. With several invocations per worker, one that times
  * out is answered at once and given up inside the worker (its stream
  * closed, its result dropped); only if the worker does not confirm that
  * within CANCEL_GRACE_MS (code that never yields) is the worker terminated.
@@ -29,6 +37,8 @@ import {
 } from '../project/settings.ts'
 import type { HandlerLocation } from '../project/tool-services.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
+import { CallPace } from './call-pace.ts'
+import { LineClaims } from './line-claims.ts'
 import { functionEnvironment } from './function-environment.ts'
 import {
   functionError,
@@ -59,6 +69,12 @@ const MB = 1024 * 1024
  * milliseconds; one that does not is stuck in code that never yields.
  */
 export const CANCEL_GRACE_MS = 1000
+/**
+ * How long an invocation may run with others waiting in line behind it before they are taken back
+ * for another worker: a line is for invocations that take microseconds (call-pace.ts), and one that
+ * turns out slow should not hold the rest.
+ */
+export const GIVE_BACK_MS = 2
 
 /** An invocation's id and trace context, when tracing is on. */
 interface TracedCall {
@@ -67,10 +83,13 @@ interface TracedCall {
 }
 
 interface Running {
-  /** When the invocation times out (performance.now()). */
+  /** When the invocation times out (performance.now()); in line, not yet known (infinite). */
   deadline: number
-  finish(outcome: Outcome): void
+  /** Settles the call: undefined when it never started and goes to another worker. */
+  finish(outcome: Outcome | undefined): void
   onChunk(text: string): void
+  /** Answered before its worker said it ended (a timeout, or memory kept past memorySize). */
+  answered?: boolean
 }
 
 interface EnvironmentOptions {
@@ -79,18 +98,21 @@ interface EnvironmentOptions {
   env: Record<string, string>
   logger: Logger
   timeoutMs: number
-  /** Invocations the worker may hold at once. */
+  /** Invocations the worker may run at once. */
   perWorker: number
+  /** The function's pace, shared by its workers, when they run invocations in order (perWorker 1). */
+  pace: CallPace | undefined
 }
-
-let nextCallId = 0
 
 /** One worker thread and the invocations it is running. */
 class Environment implements PooledEnvironment {
   readonly worker: Worker
   /** Resolves with a load error message, or undefined once the handler is loaded. */
   readonly ready: Promise<string | undefined>
-  /** Invocations running, oldest first: they share one timeout, so their deadlines are in this order too. */
+  /**
+   * Invocations sent to the worker and not ended, oldest first: they share one timeout, so their
+   * deadlines are in this order too. In order (pace), the first is the one running.
+   */
   private readonly calls = new Map<number, Running>()
   /** Invocations answered with a timeout that the worker has not yet confirmed it gave up. */
   private readonly cancelling = new Set<number>()
@@ -103,6 +125,20 @@ class Environment implements PooledEnvironment {
   /** When it last became idle (performance.now()). */
   idleSince = 0
   dead = false
+  /** Why it is ending, once a fault ended it (undefined: alive, or ended on purpose). */
+  private fault: string | undefined
+  /**
+   * The last invocation id given out. Ids are the environment's own: in order, few invocations apart
+   * are ever pending at once, so their claims' cells never collide.
+   */
+  private lastId = 0
+  /** In order: which invocations sent to the worker have started. */
+  private readonly claims: LineClaims | undefined
+  /** In order: when the first invocation not ended started, as far as this thread knows (performance.now()). */
+  private headSince = 0
+  private lineTimer: NodeJS.Timeout | undefined
+  /** Its line was taken back from an invocation running long: none waits behind it until it ends. */
+  private slow = false
   private readonly options: EnvironmentOptions
   private readonly hooks: EnvironmentHooks<Environment>
   private markReady: (error: string | undefined) => void = () => {}
@@ -118,8 +154,10 @@ class Environment implements PooledEnvironment {
     this.options = options
     this.hooks = hooks
     this.ready = new Promise((resolve) => (this.markReady = resolve))
+    this.claims = options.pace && new LineClaims()
+    const setup: WorkerSetup = { ...options.setup, claims: this.claims?.cells }
     this.worker = new Worker(WORKER_SCRIPT, {
-      workerData: options.setup,
+      workerData: setup,
       env: options.env,
       stdout: false,
       stderr: false,
@@ -127,18 +165,25 @@ class Environment implements PooledEnvironment {
     })
     this.worker.on('message', (posted: Posted<FromWorker>) => this.take(read(posted)))
     this.worker.on('error', (err: Error & { code?: string }) =>
-      this.die(
+      this.fail(
         err.code === 'ERR_WORKER_OUT_OF_MEMORY'
           ? `it ran out of memory (${this.limits()})`
           : `${err.name}: ${err.message}`,
       ),
     )
-    this.worker.on('exit', (code) => this.die(`its worker exited with code ${code}`))
+    // Node reads every message the worker posted before it emits `exit`: only then is it known which
+    // invocations ended and which one was running.
+    this.worker.on('exit', (code) => {
+      this.fail(`its worker exited with code ${code}`)
+      this.settle()
+    })
   }
 
-  /** Places the pool may take in it: invocations it may run at once. */
+  /** Places the pool may take in it: invocations running and waiting in line. */
   get places(): number {
-    return this.options.perWorker
+    const { perWorker, pace } = this.options
+    if (pace === undefined) return perWorker
+    return this.slow ? 1 : pace.places()
   }
 
   /** Runs one invocation in this worker; the pool reserved its place. */
@@ -147,29 +192,37 @@ class Environment implements PooledEnvironment {
     onChunk: (text: string) => void,
     signal: AbortSignal | undefined,
     traced: TracedCall | undefined,
-  ): Promise<Outcome> {
-    const id = ++nextCallId
-    const { timeoutMs, perWorker } = this.options
-    return new Promise<Outcome>((resolve) => {
+  ): Promise<Outcome | undefined> {
+    const id = ++this.lastId
+    const { timeoutMs, pace } = this.options
+    return new Promise<Outcome | undefined>((resolve) => {
       // The caller cancelled: the worker aborts the handler's context.signal; the call still ends and
       // answers. Posted a turn later, so that it follows the invocation's own message (flush).
       const abort = () =>
         setImmediate(() => {
           if (this.calls.has(id) && !this.dead) this.post({ type: 'abort', id })
         })
-      const finish = (outcome: Outcome) => {
+      const finish = (outcome: Outcome | undefined) => {
         signal?.removeEventListener('abort', abort)
         resolve(outcome)
       }
       if (signal?.aborted) abort()
       else signal?.addEventListener('abort', abort, { once: true })
-      this.calls.set(id, { deadline: performance.now() + timeoutMs, finish, onChunk })
+      const first = this.calls.size === 0
+      const now = performance.now()
+      // In order, an invocation's time starts when the one before it ends (take).
+      const deadline = first || !pace ? now + timeoutMs : Number.POSITIVE_INFINITY
+      this.calls.set(id, { deadline, finish, onChunk })
       this.armTimeout()
+      if (first) this.headSince = now
+      else this.watchLine()
+      this.claims?.sent(id)
       const call: WorkerCall = traced
         ? { id, requestId: traced.requestId, timeoutMs, event, traceHeaders: traced.traceHeaders }
         : { id, requestId: randomUUID(), timeoutMs, event }
-      if (perWorker === 1) return this.post({ type: 'invoke', calls: [call] })
-      // Invocations taken in one turn of the event loop go to the worker in one message.
+      // An idle worker is woken at once; invocations for a busy one taken in one turn of the event
+      // loop go to it in one message.
+      if (first) return this.post({ type: 'invoke', calls: [call] })
       if (this.outbox.length === 0) setImmediate(() => this.flush())
       this.outbox.push(call)
     })
@@ -195,7 +248,7 @@ class Environment implements PooledEnvironment {
         this.markReady(message.message)
         return void this.worker.terminate()
       case 'chunk':
-        this.post({ type: 'credit', id: message.id })
+        if (!this.dead) this.post({ type: 'credit', id: message.id })
         return this.calls.get(message.id)?.onChunk(message.text)
       case 'cancelled':
         for (const id of message.ids) if (this.cancelling.delete(id)) this.hooks.onFree(this)
@@ -207,30 +260,84 @@ class Environment implements PooledEnvironment {
         }
         return
       case 'ended': {
-        const { memoryMb } = this.options
-        if (memoryMb !== undefined && message.arrayBufferBytes > memoryMb * MB) {
+        const { memoryMb, pace } = this.options
+        if (memoryMb !== undefined && message.arrayBufferBytes > memoryMb * MB && !this.dead) {
           void this.worker.terminate()
           const kept = Math.round(message.arrayBufferBytes / MB)
-          return this.die(
-            `it ran out of memory (${kept} MB of Buffer/ArrayBuffer memory kept after the invocation; memorySize ${memoryMb} MB)`,
-          )
+          const fault = `it ran out of memory (${kept} MB of Buffer/ArrayBuffer memory kept after the invocation; memorySize ${memoryMb} MB)`
+          // The invocations that kept it get the error. In order, the worker starts none after it, and
+          // those in line go to another worker once it has exited (settle).
+          for (const end of message.ends) this.answer(end.id, this.crashed(fault))
+          return this.fail(fault)
         }
         for (const end of message.ends) {
+          pace?.observe(end.us)
           const running = this.calls.get(end.id)
-          if (!running) continue // answered already (timed out)
+          if (!running) continue // given up already (timed out, several per worker)
           this.calls.delete(end.id)
-          running.finish(outcomeOf(end))
+          if (!running.answered) running.finish(outcomeOf(end))
           this.hooks.onFree(this)
         }
+        if (pace) this.startNextClock()
         return
       }
     }
   }
 
+  /** In order: the invocation now first in line started when the one before it ended. */
+  private startNextClock(): void {
+    this.slow = false
+    const head = this.calls.values().next().value
+    if (!head || head.deadline !== Number.POSITIVE_INFINITY) return
+    this.headSince = performance.now()
+    head.deadline = this.headSince + this.options.timeoutMs
+    this.armTimeout()
+    this.watchLine()
+  }
+
+  /** In order, with invocations in line: one timer, for when the first may have held them too long. */
+  private watchLine(): void {
+    if (!this.claims || this.lineTimer !== undefined || this.dead || this.calls.size < 2) return
+    const due = this.headSince + GIVE_BACK_MS - performance.now()
+    this.lineTimer = setTimeout(() => this.checkLine(), Math.max(0, due))
+    this.lineTimer.unref()
+  }
+
+  private checkLine(): void {
+    this.lineTimer = undefined
+    if (this.dead || this.calls.size < 2) return
+    if (performance.now() - this.headSince < GIVE_BACK_MS) return this.watchLine() // a newer one runs: its turn
+    this.slow = true // first: the places taken back go to other workers, not to its line again
+    let first = true
+    for (const [id, running] of this.calls) {
+      if (first) {
+        first = false
+        continue
+      }
+      // One that started is the one running: the first has ended, and its end is yet to be read.
+      if (!this.claims!.takeBack(id)) continue
+      this.calls.delete(id)
+      running.finish(undefined)
+      this.hooks.onFree(this)
+    }
+  }
+
+  /** Answers an invocation the worker has not ended, keeping it until the worker says it did or exits. */
+  private answer(id: number, outcome: Outcome): void {
+    const running = this.calls.get(id)
+    if (!running || running.answered) return
+    running.answered = true
+    running.finish(outcome)
+  }
+
+  private crashed(fault: string): Outcome {
+    return { ok: false, kind: 'crash', message: `function "${this.options.setup.functionName}" crashed: ${fault}` }
+  }
+
   private armTimeout(): void {
     if (this.timeoutTimer !== undefined || this.dead) return
     const oldest = this.calls.values().next().value
-    if (!oldest) return
+    if (!oldest || oldest.deadline === Number.POSITIVE_INFINITY) return
     this.timeoutTimer = setTimeout(() => this.expire(), Math.max(0, Math.ceil(oldest.deadline - performance.now())))
     this.timeoutTimer.unref() // the worker keeps the process alive while it runs
   }
@@ -251,12 +358,12 @@ class Environment implements PooledEnvironment {
       kind: 'timeout',
       message: `function "${functionName}" timed out after ${this.options.timeoutMs} ms`,
     }
-    if (this.options.perWorker === 1) {
-      // The only way to stop code that may never yield; the worker held this invocation alone.
-      void this.end()
-      this.calls.get(expired[0]!)?.finish(timedOut)
-      this.calls.clear()
-      return this.hooks.onDeath(this)
+    if (this.options.pace) {
+      // Ending the worker is the only way to stop code that may never yield. The invocations in line
+      // behind it never started: they go to another worker once it has exited (settle).
+      this.answer(expired[0]!, timedOut)
+      void this.worker.terminate()
+      return this.fail(`it was ended when an invocation timed out after ${this.options.timeoutMs} ms`)
     }
     for (const id of expired) {
       this.calls.get(id)?.finish(timedOut)
@@ -277,7 +384,7 @@ class Environment implements PooledEnvironment {
     this.graceTimer = undefined
     if (this.cancelling.size === 0 || this.dead) return
     void this.worker.terminate()
-    this.die(
+    this.fail(
       `a timed-out invocation did not give its worker back within ${CANCEL_GRACE_MS} ms (code that never yields), so the worker was ended`,
     )
   }
@@ -288,33 +395,48 @@ class Environment implements PooledEnvironment {
     return `memorySize ${this.options.memoryMb} MB${heap && `, ${heap}`}`
   }
 
-  private die(message: string): void {
+  /** A fault ends the environment: it takes nothing more; its invocations are settled at exit. */
+  private fail(message: string): void {
     if (this.dead) return
     this.dead = true
+    this.fault = message
     this.stopTimers()
     this.markReady(message)
+    this.hooks.onDeath(this)
+  }
+
+  /**
+   * After the worker exited from a fault: invocations that had started and not ended get the error.
+   * In order, those it never started go to another worker; only the one running had started (it
+   * may have been answered already: timed out, or kept too much memory).
+   */
+  private settle(): void {
+    if (this.fault === undefined) return // ended on purpose
     const { functionName } = this.options.setup
-    if (this.calls.size > 0) {
-      const crashed: Outcome = { ok: false, kind: 'crash', message: `function "${functionName}" crashed: ${message}` }
-      for (const running of this.calls.values()) running.finish(crashed)
-      this.calls.clear()
-    } else {
-      this.options.logger.warn(
+    if (this.calls.size === 0) {
+      return this.options.logger.warn(
         { fn: functionName },
-        `function "${functionName}": a worker thread ended between invocations (${message}); the next invocation starts a new one`,
+        `function "${functionName}": a worker thread ended between invocations (${this.fault}); the next invocation starts a new one`,
       )
     }
-    this.hooks.onDeath(this)
+    const crashed = this.crashed(this.fault)
+    for (const [id, running] of this.calls) {
+      if (running.answered) continue
+      running.finish(this.claims?.takeBack(id) ? undefined : crashed)
+    }
+    this.calls.clear()
   }
 
   private stopTimers(): void {
     clearTimeout(this.timeoutTimer)
     clearTimeout(this.graceTimer)
+    clearTimeout(this.lineTimer)
     this.timeoutTimer = undefined
     this.graceTimer = undefined
+    this.lineTimer = undefined
   }
 
-  /** Ends the environment on purpose (timeout, load failure, shutdown, idle): no crash to report. */
+  /** Ends the environment on purpose (load failure, shutdown, idle): no crash to report. */
   end(): Promise<number> {
     this.dead = true
     this.stopTimers()
@@ -424,7 +546,10 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
         }
       }
       // It may have ended between being handed out and now (its other invocation crashed it): take another.
-      if (!env.dead) return env.run(event, onChunk, signal, trace && this.traceInto(env, trace))
+      if (env.dead) continue
+      const outcome = await env.run(event, onChunk, signal, trace && this.traceInto(env, trace))
+      // Undefined: it waited in line and never started there (its worker ended, or its line was taken back).
+      if (outcome) return outcome
     }
   }
 
@@ -494,12 +619,14 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
         maxStreamBytes: this.maxStreamBytes,
         compileCacheDir: getCompileCacheDir(),
         offHeapLimitBytes: target.memoryMb === undefined ? undefined : target.memoryMb * MB,
+        claims: undefined, // each environment's own
       },
       memoryMb: target.memoryMb,
       env: functionEnvironment(target, this.baseDir),
       logger: this.logger,
       timeoutMs: target.timeoutMs,
       perWorker,
+      pace: perWorker === 1 ? new CallPace() : undefined,
     }
     return new Pool(
       maxWorkers(target.concurrency, perWorker),

@@ -19,6 +19,11 @@ export interface WorkerSetup {
   compileCacheDir: string | undefined
   /** The function's memorySize in bytes, what its off-heap memory is held to; undefined: not measured. */
   offHeapLimitBytes: number | undefined
+  /**
+   * Present when it runs its invocations one at a time, in the order sent (Lambda's model): those
+   * sent while one runs wait in line, and these cells say which have started (line-claims.ts).
+   */
+  claims: Int32Array | undefined
 }
 
 /** One invocation as sent to a worker; `id` names it in every message about it. */
@@ -40,7 +45,8 @@ export type ToWorker =
   /** These invocations timed out and were answered: stop their streams, drop their results, confirm. */
   | { type: 'cancel'; ids: number[] }
 
-export type InvocationEnd = { id: number } & (
+/** How an invocation ended, and how long its handler ran (µs; the function's pace, call-pace.ts). */
+export type InvocationEnd = { id: number; us: number } & (
   | { type: 'done'; text: string }
   | { type: 'error'; errorType: string; errorMessage: string }
   | { type: 'too-large'; message: string }

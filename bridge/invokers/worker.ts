@@ -1,13 +1,16 @@
 /**
  * Inside a worker thread: one execution environment of one function, like a
- * Lambda sandbox. Module state persists between invocations. The main thread
- * (local.ts) sends it one invocation at a time, or with the function's
- * `invocationsPerWorker` several; this side runs whatever it is sent.
+ * Lambda sandbox. Module state persists between invocations. By default it
+ * runs one invocation at a time, in the order the main thread (local.ts)
+ * sent them; those sent while one runs wait in line, and the main thread
+ * may take back any that has not started (line-claims.ts). With the
+ * function's `invocationsPerWorker`, it runs whatever it is sent at once.
  * Messages: worker-messages.ts.
  */
 import { getHeapStatistics } from 'node:v8'
 import { parentPort, workerData } from 'node:worker_threads'
 import { ChunkSender } from './chunk-credit.ts'
+import { LineClaims } from './line-claims.ts'
 import { describeLoadError } from './load-error.ts'
 import {
   describeError,
@@ -60,6 +63,34 @@ function offHeapBytes(): number {
   return process.memoryUsage().arrayBuffers
 }
 
+/** Present when it runs invocations one at a time, in order. */
+const claims = setup.claims && new LineClaims(setup.claims)
+/** Invocations waiting in line, oldest first; in `active` already, so that a caller's abort reaches them. */
+const line: WorkerCall[] = []
+let runningInOrder = false
+/** It kept more Buffer memory than its memorySize: it starts nothing more and waits to be ended. */
+let halted = false
+
+function inLine(calls: WorkerCall[]): void {
+  for (const call of calls) {
+    line.push(call)
+    track(call.id)
+  }
+  if (!runningInOrder && !halted) startNext()
+}
+
+function startNext(): void {
+  for (let call = line.shift(); call; call = line.shift()) {
+    if (!claims!.start(call.id)) {
+      active.delete(call.id) // taken back by the main thread, for another worker
+      continue
+    }
+    runningInOrder = true
+    return void invoke(call)
+  }
+  runningInOrder = false
+}
+
 /** Ends waiting to be sent: those that finish in one turn of the event loop go in one message. */
 let ends: InvocationEnd[] = []
 let flushing = false
@@ -73,6 +104,13 @@ function flushEnds(): void {
 
 function ended(end: InvocationEnd): void {
   if (!active.delete(end.id)) return // given up by the main thread: it has answered already
+  if (claims) {
+    // Posted before the next starts: should that one kill the worker, the main thread knows this one had ended.
+    const arrayBufferBytes = offHeapBytes()
+    send({ type: 'ended', ends: [end], arrayBufferBytes })
+    halted = arrayBufferBytes > (setup.offHeapLimitBytes ?? Number.POSITIVE_INFINITY)
+    return halted ? undefined : startNext()
+  }
   ends.push(end)
   if (active.size === 0)
     flushEnds() // nothing else can end in this turn: no reason to wait
@@ -82,13 +120,18 @@ function ended(end: InvocationEnd): void {
   }
 }
 
-async function invoke(call: WorkerCall): Promise<void> {
-  const { id } = call
+function track(id: number): Active {
   const running: Active = {
     chunks: new ChunkSender((text) => send({ type: 'chunk', id, text })),
     abort: new AbortController(),
   }
   active.set(id, running)
+  return running
+}
+
+async function invoke(call: WorkerCall): Promise<void> {
+  const { id } = call
+  const running = active.get(id) ?? track(id)
   // Aborted when the caller cancels, and when the main thread gives the invocation up.
   const context = lambdaContext(
     setup.functionName,
@@ -98,17 +141,19 @@ async function invoke(call: WorkerCall): Promise<void> {
     call.traceHeaders,
   )
   let end: InvocationEnd
+  const started = performance.now()
+  const us = () => Math.round((performance.now() - started) * 1000)
   try {
     const text = await runHandler(handler, call.event, context, (chunk) => running.chunks.send(chunk), {
       maxStreamBytes: setup.maxStreamBytes,
       signal: running.abort.signal,
     })
-    end = { id, type: 'done', text }
+    end = { id, us: us(), type: 'done', text }
   } catch (err) {
     end =
       err instanceof StreamTooLarge
-        ? { id, type: 'too-large', message: err.message }
-        : { id, type: 'error', ...describeError(err) }
+        ? { id, us: us(), type: 'too-large', message: err.message }
+        : { id, us: us(), type: 'error', ...describeError(err) }
   }
   if (!running.abort.signal.aborted) await running.chunks.flush() // the chunks before the end
   ended(end)
@@ -118,6 +163,7 @@ port.on('message', (posted: Posted<ToWorker>) => {
   const message = read(posted)
   switch (message.type) {
     case 'invoke':
+      if (claims) return inLine(message.calls)
       for (const call of message.calls) void invoke(call)
       return
     case 'credit':
