@@ -57,8 +57,8 @@ afterEach(async () => {
   await invoker?.close()
 })
 
-function start(baseDir = FAULTS_DIR): WorkerThreadInvoker {
-  invoker = new WorkerThreadInvoker(baseDir, { sizing: { warm: 1 } })
+function start(baseDir = FAULTS_DIR, giveBackMs?: number): WorkerThreadInvoker {
+  invoker = new WorkerThreadInvoker(baseDir, { sizing: { warm: 1 }, giveBackMs })
   return invoker
 }
 
@@ -145,9 +145,13 @@ describe('a quick function in worker threads', () => {
   })
 })
 
-describe('a fault with calls in line behind it', () => {
+describe.each([
+  ['taken back from the line after 2 ms', undefined],
+  // Never taken back: they are in the line when the worker exits, and it is the settling at exit that sends them on.
+  ['still in line when the worker exits', FAIL_SAFE_MS],
+])('a fault with calls in line behind it, %s', (_, giveBackMs) => {
   it('process.exit: that call gets a crash answer; those behind it, never started, are answered by a new worker', async () => {
-    const pool = start()
+    const pool = start(FAULTS_DIR, giveBackMs)
     const fn = target('crashes', { concurrency: 1 })
     const alive = { arguments: { exit: false } }
     const warm = await quickAndWarm(pool, fn, alive)
@@ -168,7 +172,7 @@ describe('a fault with calls in line behind it', () => {
   })
 
   it('a loop that never yields: a timeout answer; the calls in line behind it are answered by a new worker', async () => {
-    const pool = start()
+    const pool = start(FAULTS_DIR, giveBackMs)
     const fn = target('loops', { concurrency: 1, timeoutMs: 1000 })
     const alive = { arguments: { loop: false } }
     const warm = await quickAndWarm(pool, fn, alive)
@@ -185,7 +189,7 @@ describe('a fault with calls in line behind it', () => {
   })
 
   it('past memorySize on the heap: a crash answer; the calls in line behind it are answered by a new worker', async () => {
-    const pool = start()
+    const pool = start(FAULTS_DIR, giveBackMs)
     const fn = target('hogs-memory', { concurrency: 1, memoryMb: 64 })
     const alive = { arguments: { hog: false } }
     const warm = await quickAndWarm(pool, fn, alive)
@@ -203,7 +207,7 @@ describe('a fault with calls in line behind it', () => {
   })
 
   it('Buffer memory kept past memorySize: that call’s error; the worker starts nothing after it, a new one answers the rest', async () => {
-    const pool = start(HARDENING_DIR)
+    const pool = start(HARDENING_DIR, giveBackMs)
     const fn = target('buffers', { concurrency: 1, memoryMb: 128 })
     const none = { arguments: { mb: 0 } }
     const warm = await quickAndWarm(pool, fn, none)

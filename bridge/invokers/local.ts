@@ -10,7 +10,8 @@
  * more workers than the machine has cores.
  *
  * An invocation that runs for long has the ones waiting in line behind it
- * taken back after GIVE_BACK_MS, for another worker (line-claims.ts).
+ * taken back after GIVE_BACK_MS (by default), for another worker
+ * (line-claims.ts).
  *
  * A function that throws becomes an error response; one that times out,
  * loops forever, floods a stream, outgrows its memorySize or kills its
@@ -102,6 +103,8 @@ interface EnvironmentOptions {
   perWorker: number
   /** The function's pace, shared by its workers, when they run invocations in order (perWorker 1). */
   pace: CallPace | undefined
+  /** How long the first in line may hold the others before they are taken back. */
+  giveBackMs: number
 }
 
 /** One worker thread and the invocations it is running. */
@@ -298,7 +301,7 @@ class Environment implements PooledEnvironment {
   /** In order, with invocations in line: one timer, for when the first may have held them too long. */
   private watchLine(): void {
     if (!this.claims || this.lineTimer !== undefined || this.dead || this.calls.size < 2) return
-    const due = this.headSince + GIVE_BACK_MS - performance.now()
+    const due = this.headSince + this.options.giveBackMs - performance.now()
     this.lineTimer = setTimeout(() => this.checkLine(), Math.max(0, due))
     this.lineTimer.unref()
   }
@@ -306,7 +309,7 @@ class Environment implements PooledEnvironment {
   private checkLine(): void {
     this.lineTimer = undefined
     if (this.dead || this.calls.size < 2) return
-    if (performance.now() - this.headSince < GIVE_BACK_MS) return this.watchLine() // a newer one runs: its turn
+    if (performance.now() - this.headSince < this.options.giveBackMs) return this.watchLine() // a newer one runs: its turn
     this.slow = true // first: the places taken back go to other workers, not to its line again
     let first = true
     for (const [id, running] of this.calls) {
@@ -499,6 +502,8 @@ export interface WorkerThreadOptions {
   maxStreamBytes?: number
   /** Environments kept per function, and how long an idle one above that is kept (defaults: 0, 60 s). */
   sizing?: Partial<WorkerPoolSettings>
+  /** How long an invocation may hold those in line behind it (default GIVE_BACK_MS); the tests lengthen it to see a line settled at exit. */
+  giveBackMs?: number
 }
 
 export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
@@ -508,12 +513,14 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
   private readonly baseDir: string
   private readonly logger: Logger
   private readonly maxStreamBytes: number
+  private readonly giveBackMs: number
   private readonly sizing: WorkerPoolSettings
 
   constructor(baseDir: string, options: WorkerThreadOptions = {}) {
     this.baseDir = baseDir
     this.logger = options.logger ?? silentLogger
     this.maxStreamBytes = options.maxStreamBytes ?? DEFAULT_MAX_STREAM_BYTES
+    this.giveBackMs = options.giveBackMs ?? GIVE_BACK_MS
     this.sizing = {
       warm: options.sizing?.warm ?? DEFAULT_WARM_WORKERS,
       idleTimeoutMs: options.sizing?.idleTimeoutMs ?? DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS * 1000,
@@ -627,6 +634,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
       timeoutMs: target.timeoutMs,
       perWorker,
       pace: perWorker === 1 ? new CallPace() : undefined,
+      giveBackMs: this.giveBackMs,
     }
     return new Pool(
       maxWorkers(target.concurrency, perWorker),
