@@ -81,6 +81,7 @@ import {
   type Call,
   type Column,
   runBench,
+  processCpuUsOf,
 } from './support.ts'
 
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
@@ -117,8 +118,7 @@ function brokerCpuUs(): number {
       join(process.env.TOOLBRIDGE_KAFKA_DIR ?? join(homedir(), '.cache/toolbridge/kafka'), 'kafka.pid'),
       'utf8',
     ).trim()
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
+    return processCpuUsOf(Number(pid))
   } catch {
     return Number.NaN
   }

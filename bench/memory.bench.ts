@@ -10,6 +10,8 @@
  *   over the three tools (8 in 10 tell-joke, 1 calculate, 1 tell-story), and
  *   BENCH_LATER_SECONDS later: past the 60 s after which idle worker threads
  *   end, so the reading shows the process once the pool has shrunk.
+ * And the process's CPU per call during the calls (all its threads), so that
+ * a setting that saves memory shows what it costs.
  *
  *   node bench/memory.bench.ts
  *
@@ -36,6 +38,7 @@ import {
   loadAverage,
   machineInfo,
   numberEnv,
+  processCpuUsOf,
   ROOT,
   rssMiB,
   startChildBridge,
@@ -112,6 +115,7 @@ try {
   const idle = memory(bridge.pid)
   let issued = 0
   let failed = 0
+  const cpuBefore = processCpuUsOf(bridge.pid)
   const started = performance.now()
   await Promise.all(
     Array.from({ length: IN_FLIGHT }, async () => {
@@ -119,6 +123,7 @@ try {
     }),
   )
   const seconds = (performance.now() - started) / 1000
+  const cpuUsPerCall = (processCpuUsOf(bridge.pid) - cpuBefore) / TOTAL
   const after = memory(bridge.pid)
   await sleep(LATER_SECONDS * 1000)
   const later = memory(bridge.pid)
@@ -127,7 +132,9 @@ try {
     `${name}: ${fmt(m.rssMiB, 1)} MiB, ${m.threads} threads`
   console.log(line('idle, 3 s after it serves', idleEarly))
   console.log(line(`idle, ${IDLE_SECONDS} s after it serves`, idle))
-  console.log(`${line('right after the calls', after)} (${fmt(seconds, 1)} s, ${failed} failed)`)
+  console.log(
+    `${line('right after the calls', after)} (${fmt(seconds, 1)} s, ${fmt(cpuUsPerCall, 0)} µs CPU per call, ${failed} failed)`,
+  )
   console.log(line(`${LATER_SECONDS} s after the calls`, later))
   console.log(
     `targets: idle after ${IDLE_SECONDS} s <= ${TARGETS.idleMiB} MiB: ${idle.rssMiB <= TARGETS.idleMiB ? 'met' : 'MISSED'}; ` +
@@ -147,7 +154,7 @@ try {
     },
     machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
     targets: TARGETS,
-    result: { idleEarly, idle, after, later, seconds, failed },
+    result: { idleEarly, idle, after, later, seconds, cpuUsPerCall, failed },
   })
   if (failed > 0) process.exitCode = 1
 } finally {

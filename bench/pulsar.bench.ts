@@ -77,6 +77,7 @@ import {
   type LoopStats,
   type Probe,
   runBench,
+  processCpuUsOf,
 } from './support.ts'
 
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
@@ -139,9 +140,7 @@ let brokerPid: number | undefined
 const brokerCpuUs: Probe = () => {
   if (brokerPid === undefined) return Number.NaN
   try {
-    const stat = readFileSync(`/proc/${brokerPid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
+    return processCpuUsOf(brokerPid)
   } catch {
     return Number.NaN
   }

@@ -105,6 +105,7 @@ import {
   type LoopStats,
   type Probe,
   runBench,
+  processCpuUsOf,
 } from './support.ts'
 
 // ---------------------------------------------------------------- settings
@@ -189,16 +190,13 @@ function findBrokerPid(): number | undefined {
   return found.length === 1 ? found[0] : undefined
 }
 
-const CLOCK_TICKS_PER_SECOND = 100 // USER_HZ on Linux
 let brokerPid: number | undefined
 
 /** CPU microseconds the broker has used so far, or NaN. */
 const brokerCpuUs: Probe = () => {
   if (brokerPid === undefined) return Number.NaN
   try {
-    const stat = readFileSync(`/proc/${brokerPid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ') // after "pid (comm) ": field 3 onward
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS_PER_SECOND // utime, stime
+    return processCpuUsOf(brokerPid)
   } catch {
     return Number.NaN
   }

@@ -58,6 +58,7 @@ import {
   writeResults,
   type ChildBridge,
   type Column,
+  processCpuUsOf,
 } from './support.ts'
 import { lineChartSvg } from './svg-chart.ts'
 
@@ -121,13 +122,6 @@ function startBridge(): Promise<ChildBridge> {
     broker: BROKER,
     nodeArgs: BRIDGE_NODE_OPTIONS.split(' ').filter(Boolean),
   })
-}
-
-/** utime + stime of a process, seconds (clock ticks of 1/100 s, as on Linux). */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return (Number(fields[11]) + Number(fields[12])) / 100
 }
 
 /** Event-loop delay p99 (ms) and main-thread heap in use (MiB), from the bridge's own /metrics. */
@@ -227,7 +221,7 @@ async function main(): Promise<void> {
       answered,
       rssMiB: rssMiB(bridge.pid),
       threads: readdirSync(`/proc/${bridge.pid}/task`).length,
-      cpuSeconds: cpuSeconds(bridge.pid),
+      cpuSeconds: processCpuUsOf(bridge.pid) / 1e6,
       load1: loadAverage()[0]!,
       ...(await fromMetrics(bridge.url)),
     })

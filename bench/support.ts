@@ -424,6 +424,13 @@ export async function startChildBridge(options: {
   }
 }
 
+/** CPU microseconds another process has used so far, all its threads (utime + stime in /proc/<pid>/stat, clock ticks of 1/100 s as on Linux). */
+export function processCpuUsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ') // after "pid (comm) ": field 3 onward
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
+}
+
 /** Resident memory of a process, MiB (Linux /proc). */
 export function rssMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
