@@ -156,7 +156,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const active = new Set<Promise<void>>()
   let draining = false
 
-  async function callTool(name: string, req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
+  async function callTool(
+    name: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+    gone: AbortController,
+  ): Promise<void> {
     if (!tools.has(name)) throw new HttpError(404, `unknown tool "${bounded(name, 200)}"; GET /tools lists them`)
     requireJson(req)
     const body = await readJsonBody(req, transport.maxMessageBytes, {})
@@ -165,8 +170,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     if (!isRecord(args)) throw new HttpError(400, '"arguments" must be an object')
     if (body.user !== undefined && typeof body.user !== 'string') throw new HttpError(400, '"user" must be a string')
 
-    const stopReading = new AbortController() // the client stopped reading: drop the rest of the stream
-    const answer = new NdjsonAnswer(res, () => stopReading.abort())
+    // A client that stops reading is gone too: the rest of the stream is dropped. One controller, not
+    // AbortSignal.any: that keeps finalization-registry cells per call until the collector clears them.
+    const answer = new NdjsonAnswer(res, () => gone.abort())
     try {
       // Only a streaming service sends chunks; a single answer is just the final line.
       const response = await untilAbandoned(
@@ -175,7 +181,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           { user: body.user as string | undefined, arguments: args },
           {
             onChunk: (chunk) => answer.chunk(chunk),
-            signal: AbortSignal.any([signal, stopReading.signal]),
+            signal: gone.signal,
             // A traced caller's context goes on with the request: the bridge's spans join its trace.
             traceContext: contextToPass(req.headers),
             // Sent before the answer's first byte: every answer of a call that was sent carries it.
@@ -274,7 +280,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       release()
       if (!res.writableFinished) gone.abort()
     })
-    const call = tool === undefined ? mcp(req, res) : callTool(tool, req, res, gone.signal)
+    const call = tool === undefined ? mcp(req, res) : callTool(tool, req, res, gone)
     const tracked = call.catch(() => {}).finally(release)
     active.add(tracked)
     void tracked.then(() => active.delete(tracked))
