@@ -11,7 +11,9 @@ import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { FunctionTarget, Outcome } from '../bridge/invokers/invoker.ts'
+import { MAX_IN_LINE } from '../bridge/invokers/call-pace.ts'
 import { WorkerThreadInvoker } from '../bridge/invokers/local.ts'
+import { CORES } from '../bridge/invokers/worker-pool.ts'
 import type { HandlerLocation } from '../bridge/project/tool-services.ts'
 import { threadGate } from './support/thread-gate.ts'
 
@@ -81,6 +83,21 @@ async function quickAndWarm(on: WorkerThreadInvoker, fn: Fn, quickEvent: unknown
 
 /** Whether a message to a worker carried more than one invocation: calls sent while it ran one. */
 const lined = () => batches.some((calls) => calls > 1)
+
+describe('a burst on a cold function whose calls may wait in line', () => {
+  // What the pool decided first, read before that worker has started: later starts wait for it (worker-pool.ts).
+  it.each([
+    [1 + MAX_IN_LINE, 1],
+    [2 + MAX_IN_LINE, Math.min(2, CORES)],
+  ])('starts workers for %i calls as if each held 1 + MAX_IN_LINE: %i at first', async (calls, first) => {
+    const pool = start()
+    const fn = target('echo', { concurrency: 64 })
+    const answers = Promise.all(Array.from({ length: calls }, (_, n) => invoke(pool, fn, { n })))
+    await until(() => pool.environments('echo') > 0)
+    expect(pool.environments('echo')).toBe(first)
+    expect((await answers).map(text)).toStrictEqual(Array.from({ length: calls }, (_, n) => JSON.stringify({ n })))
+  })
+})
 
 describe('a quick function in worker threads', () => {
   it('gets calls sent to its busy worker in one message, run there in order, one at a time', async () => {

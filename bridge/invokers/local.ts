@@ -38,7 +38,7 @@ import {
 } from '../project/settings.ts'
 import type { HandlerLocation } from '../project/tool-services.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
-import { CallPace } from './call-pace.ts'
+import { CallPace, MAX_IN_LINE } from './call-pace.ts'
 import { LineClaims } from './line-claims.ts'
 import { functionEnvironment } from './function-environment.ts'
 import {
@@ -638,7 +638,9 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
     }
     return new Pool(
       maxWorkers(target.concurrency, perWorker),
-      perWorker,
+      // Calls that prove quick wait in line: a burst on a cold function starts one worker for the
+      // first 1 + MAX_IN_LINE, and more once it has started only if they still wait (worker-pool.ts).
+      options.pace ? 1 + MAX_IN_LINE : perWorker,
       this.sizing,
       (hooks) => new Environment(options, hooks),
     )

@@ -40,10 +40,11 @@ export interface EnvironmentHooks<E extends PooledEnvironment = PooledEnvironmen
 
 /**
  * The environments of one function, at most `max` of them, each holding up
- * to its `places` invocations (at least `perWorker`), started on demand: one more only while
- * invocations wait for a place and the environments starting cannot take
- * them all, and a free place (in a new environment or one that finished an
- * invocation) goes to the oldest waiting invocation. Starting one is CPU
+ * to its `places` invocations, started on demand: one more only while
+ * invocations wait for a place and the environments starting could not take
+ * them all if each came to hold `mostPlaces`, and a free place (in a new
+ * environment or one that finished an invocation) goes to the oldest waiting
+ * invocation. Starting one is CPU
  * work, so no more start at once than the machine has cores: more would
  * only make each later. And one is started only once invocations have been
  * waiting without a break for as long as the last start took, counted from
@@ -82,7 +83,8 @@ export class Pool<E extends PooledEnvironment> {
   private readonly max: number
   /** Environments that may be starting at once. */
   private readonly startsAtOnce: number
-  private readonly perWorker: number
+  /** The most places an environment may come to have: a burst starts as many as would hold it. */
+  private readonly mostPlaces: number
   private readonly sizing: WorkerPoolSettings
   private readonly create: (hooks: EnvironmentHooks<E>) => E
   private readonly hooks: EnvironmentHooks<E> = {
@@ -96,14 +98,14 @@ export class Pool<E extends PooledEnvironment> {
 
   constructor(
     max: number,
-    perWorker: number,
+    mostPlaces: number,
     sizing: WorkerPoolSettings,
     create: (hooks: EnvironmentHooks<E>) => E,
     startsAtOnce = CORES,
   ) {
     this.startsAtOnce = startsAtOnce
     this.max = max
-    this.perWorker = perWorker
+    this.mostPlaces = mostPlaces
     this.sizing = sizing
     this.create = create
   }
@@ -210,7 +212,7 @@ export class Pool<E extends PooledEnvironment> {
     const now = performance.now()
     if (!running || now - since >= this.patienceMs) {
       while (
-        this.starting.size * this.perWorker < this.waiting.length &&
+        this.starting.size * this.mostPlaces < this.waiting.length &&
         this.starting.size < this.startsAtOnce &&
         this.all.size < this.max
       )
