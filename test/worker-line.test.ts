@@ -127,6 +127,40 @@ describe('a quick function in worker threads', () => {
     gate.close()
   })
 
+  it('reports a call taken back from a line once, as run by the worker that ran it, cold only if first there', async () => {
+    const pool = start()
+    const fn = target('thread')
+    expect(await pool.prepare(fn)).toBeUndefined()
+    const reports: { invocationId?: string; coldStart?: boolean }[][] = []
+    const traced = (event: unknown) => {
+      const facts: (typeof reports)[number] = []
+      reports.push(facts)
+      return pool.invoke({
+        target: fn,
+        event,
+        onChunk: () => {},
+        trace: { headers: {}, observed: (f) => facts.push(f) },
+      })
+    }
+    for (let i = 0; i < 60; i++) text(await traced({})) // quick, in one warm worker
+    batches = []
+    const gate = threadGate()
+    const held = traced({ gate: gate.name })
+    const behind = Promise.all(Array.from({ length: 3 }, () => traced({})))
+    await until(() => gate.inside() === 1)
+    await behind // run by a second worker: sent to the first's line, then taken back
+    gate.open()
+    text(await held)
+    gate.close()
+    expect(lined()).toBe(true)
+    expect(pool.environments('thread')).toBe(2)
+    expect(reports.map((facts) => facts.length)).toStrictEqual(reports.map(() => 1))
+    expect(new Set(reports.map(([facts]) => facts!.invocationId)).size).toBe(reports.length)
+    const cold = reports.map(([facts]) => facts!.coldStart)
+    expect(cold.slice(0, 61)).toStrictEqual([true, ...Array.from({ length: 60 }, () => false)]) // the held one: warm
+    expect(cold.slice(61).filter(Boolean)).toHaveLength(1) // the second worker's first
+  })
+
   it('has the calls in line behind one that never yields taken back, and another worker answers them meanwhile', async () => {
     const pool = start()
     const fn = target('spins', { concurrency: 2 })

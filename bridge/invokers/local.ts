@@ -554,9 +554,12 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
       }
       // It may have ended between being handed out and now (its other invocation crashed it): take another.
       if (env.dead) continue
-      const outcome = await env.run(event, onChunk, signal, trace && this.traceInto(env, trace))
+      const traced = trace && { requestId: randomUUID(), traceHeaders: trace.headers }
+      const outcome = await env.run(event, onChunk, signal, traced)
       // Undefined: it waited in line and never started there (its worker ended, or its line was taken back).
-      if (outcome) return outcome
+      if (!outcome) continue
+      if (trace && traced) this.observeRan(env, trace, traced.requestId)
+      return outcome
     }
   }
 
@@ -589,11 +592,14 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
   /** Environments that have run an invocation: the first one in each is a cold start. */
   private readonly invoked = new WeakSet<Environment>()
 
-  private traceInto(env: Environment, trace: InvocationTrace): TracedCall {
-    const requestId = randomUUID()
+  /**
+   * Told once an invocation has an outcome, by the environment that ran it: one taken back from a
+   * line and run elsewhere is not reported by the first. A worker runs its calls in order and answers
+   * each before starting the next, so the first outcome an environment gives is its first call's.
+   */
+  private observeRan(env: Environment, trace: InvocationTrace, requestId: string): void {
     trace.observed({ invocationId: requestId, coldStart: !this.invoked.has(env) })
     this.invoked.add(env)
-    return { requestId, traceHeaders: trace.headers }
   }
 
   /** Worker threads a function has now, starting or started. */
