@@ -5,7 +5,9 @@
  *   scripts/kafka.sh start && npm run bench:kafka
  *
  * Setups, each driven by the same client (bridge/trustgraph/request-client.ts RequestClient on
- * a KafkaTransport of its own):
+ * a KafkaTransport of its own) in a process of its own (bench/load-client.ts), so that this
+ * process's CPU time is the service's alone (the baseline, or the bridge and its worker
+ * threads); the client's is recorded beside it:
  *
  * - `baseline`: a hand-written service in the bridge's topology (consumer
  *   group `bench-echo-request` on tg.request.bench-echo) that answers every
@@ -44,12 +46,10 @@ import {
   stringSerializer,
 } from '@platformatic/kafka'
 import type { Message } from '@platformatic/kafka'
-import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import type { Project } from '../bridge/project/project.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import { startRuntime } from '../bridge/runtime.ts'
-import { KafkaTransport } from '../bridge/transports/kafka/kafka-transport.ts'
 import { parseKafkaUrl } from '../bridge/transports/kafka/url.ts'
 import { handler } from '../functions/joke/handler.ts'
 import type { ToolServiceSpec } from '../bridge/project/tool-services.ts'
@@ -68,7 +68,6 @@ import {
   loadAverage,
   loadJokeTool,
   machineInfo,
-  measure,
   median,
   numberEnv,
   printHeader,
@@ -78,10 +77,11 @@ import {
   SERVICE_ID,
   TOOL_NAME,
   writeResults,
-  type Call,
   type Column,
+  type LoadClient,
   runBench,
   processCpuUsOf,
+  startLoadClient,
 } from './support.ts'
 
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
@@ -185,7 +185,7 @@ async function startEcho(responseBody: Buffer): Promise<{ close(): Promise<void>
 
 interface Live {
   setup: Setup
-  call: Call
+  client: LoadClient
   stop(): Promise<void>
 }
 
@@ -215,22 +215,24 @@ async function startSetup(
     )
     stopService = () => runtime.stop()
   }
-  const transport = new KafkaTransport(BROKER, { clientId: 'toolbridge-bench' })
-  await transport.connect()
-  const client = new RequestClient(transport, { requestQueue: q.request, responseQueue: q.response })
-  await client.start()
-  const answer = await client.call(ctx.request, { timeoutMs: STARTUP_TIMEOUT_MS })
-  if (answer !== ctx.expected) throw new Error(`${setup}: unexpected answer ${JSON.stringify(answer)}`)
-  for (let round = 0; round < 3; round++)
-    await Promise.all(
-      Array.from({ length: inFlight }, () => client.call(ctx.request, { timeoutMs: STARTUP_TIMEOUT_MS })),
-    )
+  const client = await startLoadClient({
+    broker: BROKER,
+    requestQueue: q.request,
+    responseQueue: q.response,
+    request: ctx.request,
+    expected: ctx.expected,
+    startupInFlight: inFlight,
+    startupTimeoutMs: STARTUP_TIMEOUT_MS,
+    callTimeoutMs: CALL_TIMEOUT_MS,
+  }).catch(async (err: unknown) => {
+    await stopService()
+    throw new Error(`${setup}: ${(err as Error).message}`)
+  })
   return {
     setup,
-    call: () => client.call(ctx.request, { timeoutMs: CALL_TIMEOUT_MS }),
+    client,
     async stop() {
-      await client.close()
-      await transport.close()
+      await client.stop()
       await stopService()
     },
   }
@@ -246,6 +248,7 @@ interface Cell {
   p99Ms: number
   errors: number
   nodeCpuUsPerReq: number
+  clientCpuUsPerReq: number
   brokerCpuUsPerReq: number
 }
 
@@ -258,6 +261,7 @@ interface Row {
   p50Ms: number
   p99Ms: number
   nodeCpuUsPerReq: number
+  clientCpuUsPerReq: number
   brokerCpuUsPerReq: number
   errors: number
   throughputRatio: number
@@ -279,6 +283,7 @@ const COLUMNS: Column<Row>[] = [
   { title: '>=0.9x', width: 6, cell: (r) => verdict(r.throughputMet) },
   { title: '<=+0.5', width: 6, cell: (r) => verdict(r.p50Met) },
   { title: 'node us/req', width: 11, cell: (r) => fmt(r.nodeCpuUsPerReq, 0) },
+  { title: 'client us/req', width: 13, cell: (r) => fmt(r.clientCpuUsPerReq, 0) },
   { title: 'kafka us/req', width: 12, cell: (r) => fmt(r.brokerCpuUsPerReq, 0) },
 ]
 
@@ -314,7 +319,7 @@ async function main(): Promise<void> {
         const order = SETUPS.map((_, i) => SETUPS[(i + round) % SETUPS.length]!)
         const parts: string[] = []
         for (const setup of order) {
-          const stats = await measure(live.get(setup)!.call, inFlight, {
+          const stats = await live.get(setup)!.client.measure(inFlight, {
             seconds: SECONDS,
             warmupSeconds: WARMUP_SECONDS,
             probes: { node: processCpuUs, broker: brokerCpuUs },
@@ -329,6 +334,7 @@ async function main(): Promise<void> {
             p99Ms: stats.p99Ms,
             errors: stats.errors,
             nodeCpuUsPerReq: stats.used.node / stats.requests,
+            clientCpuUsPerReq: stats.clientCpuUs / stats.requests,
             brokerCpuUsPerReq: stats.used.broker / stats.requests,
           })
           parts.push(`${setup} ${fmtInt(stats.reqPerSec)}/s p50 ${fmt(stats.p50Ms, 3)}`)
@@ -362,6 +368,7 @@ async function main(): Promise<void> {
         p50Ms,
         p99Ms: median(mine.map((c) => c.p99Ms)),
         nodeCpuUsPerReq: median(mine.map((c) => c.nodeCpuUsPerReq)),
+        clientCpuUsPerReq: median(mine.map((c) => c.clientCpuUsPerReq)),
         brokerCpuUsPerReq: median(mine.map((c) => c.brokerCpuUsPerReq)),
         errors: mine.reduce((n, c) => n + c.errors, 0),
         throughputRatio: reqPerSec / baseReq,

@@ -6,7 +6,9 @@
  *   scripts/pulsar.sh start && npm run bench:pulsar
  *
  * Setups, each driven by the same caller (bridge/trustgraph/request-client.ts RequestClient on a
- * PulsarTransport connection of its own):
+ * PulsarTransport connection of its own) in a process of its own (bench/load-client.ts), so
+ * that this process's CPU time is the service's alone (the echo, or the bridge and its worker
+ * threads); the caller's is recorded beside it:
  *
  * - `baseline`: a hand-written service on PulsarClient: a Shared
  *   subscription on its request topic (receiver queue 1000, at most
@@ -37,7 +39,6 @@
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import type { Project } from '../bridge/project/project.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
@@ -62,7 +63,6 @@ import {
   loadAverage,
   loadJokeTool,
   machineInfo,
-  measure,
   median,
   numberEnv,
   printHeader,
@@ -72,12 +72,13 @@ import {
   SERVICE_ID,
   TOOL_NAME,
   writeResults,
-  type Call,
+  type LoadClient,
   type Column,
   type LoopStats,
   type Probe,
   runBench,
   processCpuUsOf,
+  startLoadClient,
 } from './support.ts'
 
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
@@ -171,7 +172,7 @@ async function startEchoService(
 
 interface Live {
   setup: Setup
-  call: Call
+  client: LoadClient
   stop(): Promise<void>
 }
 
@@ -196,21 +197,24 @@ async function startSetup(
     )
     stopService = () => runtime.stop()
   }
-  const transport = newTransport(setup === 'native')
-  await transport.connect()
-  const client = new RequestClient(transport, queues)
-  await client.start()
-  const call: Call = () => client.call(ctx.request, { timeoutMs: CALL_TIMEOUT_MS })
-  const startupCall: Call = () => client.call(ctx.request, { timeoutMs: STARTUP_TIMEOUT_MS })
-  const answer = await startupCall()
-  if (answer !== ctx.expected) throw new Error(`${setup}: unexpected answer ${JSON.stringify(answer)}`)
-  for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: inFlight }, startupCall))
+  const client = await startLoadClient({
+    broker: BROKER,
+    ...queues,
+    request: ctx.request,
+    expected: ctx.expected,
+    startupInFlight: inFlight,
+    startupTimeoutMs: STARTUP_TIMEOUT_MS,
+    callTimeoutMs: CALL_TIMEOUT_MS,
+    nativePulsar: setup === 'native',
+  }).catch(async (err: unknown) => {
+    await stopService()
+    throw new Error(`${setup}: ${(err as Error).message}`)
+  })
   return {
     setup,
-    call,
+    client,
     async stop() {
-      await client.close()
-      await transport.close()
+      await client.stop()
       await stopService()
     },
   }
@@ -223,6 +227,7 @@ interface Cell extends Omit<LoopStats, 'p999Ms'> {
   inFlight: number
   round: number
   nodeCpuUsPerReq: number
+  clientCpuUsPerReq: number
   brokerCpuUsPerReq: number
 }
 
@@ -235,6 +240,7 @@ interface Row {
   p50Ms: number
   p99Ms: number
   nodeCpuUsPerReq: number
+  clientCpuUsPerReq: number
   brokerCpuUsPerReq: number
   errors: number
   /** req/s over the baseline's (the native row: the baseline's over the native's). */
@@ -254,6 +260,7 @@ const COLUMNS: Column<Row>[] = [
   { title: 'target', width: 6, cell: (r) => (r.target === null ? '' : `>=${r.target}`) },
   { title: 'met', width: 4, cell: (r) => (r.met === null ? '' : r.met ? 'yes' : 'NO') },
   { title: 'node us/req', width: 11, cell: (r) => fmt(r.nodeCpuUsPerReq, 0) },
+  { title: 'client us/req', width: 13, cell: (r) => fmt(r.clientCpuUsPerReq, 0) },
   { title: 'broker us/req', width: 13, cell: (r) => fmt(r.brokerCpuUsPerReq, 0) },
 ]
 
@@ -304,9 +311,10 @@ async function main(): Promise<void> {
         for (const setup of order) {
           const {
             used,
+            clientCpuUs,
             p999Ms: _,
             ...stats
-          } = await measure(live.get(setup)!.call, inFlight, {
+          } = await live.get(setup)!.client.measure(inFlight, {
             seconds: SECONDS,
             warmupSeconds: WARMUP_SECONDS,
             probes: { node: processCpuUs, broker: brokerCpuUs },
@@ -317,6 +325,7 @@ async function main(): Promise<void> {
             round,
             ...stats,
             nodeCpuUsPerReq: used.node / stats.requests,
+            clientCpuUsPerReq: clientCpuUs / stats.requests,
             brokerCpuUsPerReq: used.broker / stats.requests,
           })
           parts.push(`${setup} ${fmtInt(stats.reqPerSec)}/s p50 ${fmt(stats.p50Ms, 3)}`)
@@ -349,6 +358,7 @@ async function main(): Promise<void> {
         p50Ms: median(mine.map((c) => c.p50Ms)),
         p99Ms: median(mine.map((c) => c.p99Ms)),
         nodeCpuUsPerReq: median(mine.map((c) => c.nodeCpuUsPerReq)),
+        clientCpuUsPerReq: median(mine.map((c) => c.clientCpuUsPerReq)),
         brokerCpuUsPerReq: median(mine.map((c) => c.brokerCpuUsPerReq)),
         errors: mine.reduce((n, c) => n + c.errors, 0),
         ratio,

@@ -5,7 +5,7 @@
  *   npm run bench:rabbitmq
  *
  * Setups, each driven by the same client (bridge/trustgraph/request-client.ts RequestClient on
- * a RabbitTransport connection of its own):
+ * a RabbitTransport connection of its own) in a process of its own (bench/load-client.ts):
  *
  * - `baseline`: a hand-written amqplib service (noDelay, the bridge's
  *   topology: fanout exchange + named queue for requests, prefetch = the
@@ -36,15 +36,14 @@
  * Targets (per bridge row): throughput >= 0.9 x baseline, p50 <= baseline p50 + 0.3 ms.
  *
  * Besides req/s and latency, each cell records CPU time per request of this
- * process (client + service, bridge and its worker threads: the same client
- * work in every setup) and, when the broker runs on this machine, of the
- * RabbitMQ node (/proc/<beam.smp>/stat): on a shared machine these move far
- * less than req/s, and they say where a gap comes from.
+ * process, which runs the services alone (the baseline, or the bridge and
+ * its worker threads: one setup is measured at a time), of the cell's client
+ * process, and, when the broker runs on this machine, of the RabbitMQ node
+ * (/proc/<beam.smp>/stat): on a shared machine these move far less than
+ * req/s, and they say where a gap comes from.
  *
- * Everything runs in this one process (client, baseline service, bridges),
- * as in `bench/bridge.bench.ts`; on a 2-core machine the node process and
- * RabbitMQ share the cores, so throughput at 16 and 64 in flight is bound by
- * their CPU per request.
+ * On a 2-core machine the service, its client and RabbitMQ share the cores,
+ * so throughput at 16 and 64 in flight is bound by their CPU per request.
  *
  * A dropped connection (the test suite restarts RabbitMQ and closes every
  * connection) stops the run with exit code 1 and no results: the baseline
@@ -65,7 +64,6 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { connect as amqpConnect } from 'amqplib'
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib'
-import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import type { Project } from '../bridge/project/project.ts'
 import { INVOKERS, resolveSettings } from '../bridge/project/settings.ts'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
@@ -90,7 +88,6 @@ import {
   loadAverage,
   loadJokeTool,
   machineInfo,
-  measure,
   median,
   numberEnv,
   printHeader,
@@ -100,12 +97,13 @@ import {
   SERVICE_ID,
   TOOL_NAME,
   writeResults,
-  type Call,
   type Column,
+  type LoadClient,
   type LoopStats,
   type Probe,
   runBench,
   processCpuUsOf,
+  startLoadClient,
 } from './support.ts'
 
 // ---------------------------------------------------------------- settings
@@ -134,20 +132,15 @@ const SETUPS: Setup[] = ['baseline', ...BRIDGE_KINDS]
 /**
  * A dropped connection (another process restarting RabbitMQ or closing every
  * connection, as the test suite does) makes every number after it
- * meaningless, and the baseline does not reconnect: the run stops at once.
+ * meaningless, and the baseline does not reconnect: the run stops after the
+ * cell under way.
  */
 let disturbance: string | undefined
-let onDisturbance: (() => void) | undefined
-const disturbed = new Promise<never>((_, reject) => {
-  onDisturbance = () => reject(new Error(`run disturbed: ${disturbance}`))
-})
-disturbed.catch(() => {})
 
 function disturb(reason: string): void {
   if (disturbance !== undefined) return
   disturbance = reason
   console.error(`\n${reason}`)
-  onDisturbance?.()
 }
 
 /** For the bridge's transports: any warning or error is reported, a lost connection stops the run. */
@@ -206,29 +199,32 @@ const brokerCpuUs: Probe = () => {
 
 /** p999Ms is left out: not in this bench's table or JSON. */
 interface CellStats extends Omit<LoopStats, 'p999Ms'> {
-  /** CPU time of this whole process (client, service, bridge, worker threads) per answered request. */
+  /** CPU time of this whole process (the service: baseline, or bridge and worker threads) per answered request. */
   nodeCpuUsPerReq: number
+  /** CPU time of the client's process per answered request. */
+  clientCpuUsPerReq: number
   /** This process's CPU use over the cell, in cores. */
   nodeCpuCores: number
   /** CPU time of the RabbitMQ node (beam.smp) per answered request; NaN when it cannot be read. */
   brokerCpuUsPerReq: number
 }
 
-/** The shared closed loop, with this process's and the broker's CPU time around it. */
-async function measureCell(call: Call, inFlight: number): Promise<CellStats> {
+/** The shared closed loop in the client's process, with this process's and the broker's CPU time around it. */
+async function measureCell(client: LoadClient, inFlight: number): Promise<CellStats> {
   const {
     used,
+    clientCpuUs,
     p999Ms: _,
     ...stats
-  } = await measure(call, inFlight, {
+  } = await client.measure(inFlight, {
     seconds: SECONDS,
     warmupSeconds: WARMUP_SECONDS,
     probes: { node: processCpuUs, broker: brokerCpuUs },
-    stopWhen: () => disturbance !== undefined,
   })
   return {
     ...stats,
     nodeCpuUsPerReq: used.node / stats.requests,
+    clientCpuUsPerReq: clientCpuUs / stats.requests,
     nodeCpuCores: used.node / 1e6 / stats.seconds,
     brokerCpuUsPerReq: used.broker / stats.requests,
   }
@@ -335,7 +331,7 @@ async function deleteBenchTopology(): Promise<void> {
 
 interface Live {
   setup: Setup
-  call: Call
+  client: LoadClient
   stop(): Promise<void>
 }
 
@@ -345,17 +341,6 @@ interface Cell extends CellStats {
   round: number
   /** Position in the round, 0 first. */
   position: number
-}
-
-async function startClient(queues: {
-  requestQueue: string
-  responseQueue: string
-}): Promise<{ client: RequestClient; transport: RabbitTransport }> {
-  const transport = new RabbitTransport(BROKER, { logger: benchLogger })
-  await transport.connect()
-  const client = new RequestClient(transport, queues)
-  await client.start()
-  return { client, transport }
 }
 
 async function startSetup(
@@ -389,20 +374,24 @@ async function startSetup(
     stopService = () => runtime.stop()
     queues = { requestQueue: q.request, responseQueue: q.response }
   }
-  const { client, transport } = await startClient(queues)
-  const call: Call = () => Promise.race([client.call(ctx.request, { timeoutMs: CALL_TIMEOUT_MS }), disturbed])
-  // Starting up may be slow (up to 64 worker threads on a busy machine): a longer timeout here.
-  const startupCall: Call = () => Promise.race([client.call(ctx.request, { timeoutMs: STARTUP_TIMEOUT_MS }), disturbed])
-  const answer = await startupCall()
-  if (answer !== ctx.expected) throw new Error(`${setup}: unexpected answer ${JSON.stringify(answer)}`)
-  // Bring every execution environment up (worker threads start lazily) before timing anything.
-  for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: inFlight }, startupCall))
+  const client = await startLoadClient({
+    broker: BROKER,
+    ...queues,
+    request: ctx.request,
+    expected: ctx.expected,
+    // Starting up may be slow (up to 64 worker threads on a busy machine): a longer timeout then.
+    startupInFlight: inFlight,
+    startupTimeoutMs: STARTUP_TIMEOUT_MS,
+    callTimeoutMs: CALL_TIMEOUT_MS,
+  }).catch(async (err: unknown) => {
+    await stopService()
+    throw new Error(`${setup}: ${(err as Error).message}`)
+  })
   return {
     setup,
-    call,
+    client,
     async stop() {
-      await client.close()
-      await transport.close()
+      await client.stop()
       await stopService()
     },
   }
@@ -423,6 +412,7 @@ interface Row {
   p99Ms: number
   meanMs: number
   nodeCpuUsPerReq: number
+  clientCpuUsPerReq: number
   nodeCpuCores: number
   brokerCpuUsPerReq: number
   errors: number
@@ -454,6 +444,7 @@ const COLUMNS: Column<Row>[] = [
   { title: '<=+0.3', width: 6, cell: (r) => verdict(r.p50Met) },
   { title: 'node us/req', width: 11, cell: (r) => fmt(r.nodeCpuUsPerReq, 0) },
   { title: 'node cores', width: 10, cell: (r) => fmt(r.nodeCpuCores, 2) },
+  { title: 'client us/req', width: 13, cell: (r) => fmt(r.clientCpuUsPerReq, 0) },
   { title: 'mq us/req', width: 9, cell: (r) => fmt(r.brokerCpuUsPerReq, 0) },
 ]
 
@@ -549,7 +540,7 @@ async function main(): Promise<void> {
         const order = SETUPS.map((_, i) => SETUPS[(i + round) % SETUPS.length]!)
         const parts: string[] = []
         for (const [position, setup] of order.entries()) {
-          const stats = await measureCell(live.get(setup)!.call, inFlight)
+          const stats = await measureCell(live.get(setup)!.client, inFlight)
           if (disturbance !== undefined) throw new Error(`run disturbed: ${disturbance}`)
           cells.push({ setup, inFlight, round, position, ...stats })
           parts.push(`${setup} ${fmtInt(stats.reqPerSec)}/s p50 ${fmt(stats.p50Ms, 3)}`)
@@ -596,6 +587,7 @@ async function main(): Promise<void> {
         p99Ms: median(mine.map((c) => c.p99Ms)),
         meanMs: median(mine.map((c) => c.meanMs)),
         nodeCpuUsPerReq: median(mine.map((c) => c.nodeCpuUsPerReq)),
+        clientCpuUsPerReq: median(mine.map((c) => c.clientCpuUsPerReq)),
         nodeCpuCores: median(mine.map((c) => c.nodeCpuCores)),
         brokerCpuUsPerReq: median(mine.map((c) => c.brokerCpuUsPerReq)),
         errors: mine.reduce((n, c) => n + c.errors, 0),
@@ -663,7 +655,7 @@ async function main(): Promise<void> {
       warmupSeconds: WARMUP_SECONDS,
       seconds: SECONDS,
       loadGenerator:
-        'closed loop: each of in-flight callers sends its next request when the previous settles; RequestClient on its own RabbitTransport per setup',
+        'closed loop: each of in-flight callers sends its next request when the previous settles; RequestClient on its own RabbitTransport per setup, in a process of its own',
       baseline:
         'hand-written amqplib service, noDelay, fanout exchange + named queue, prefetch = in-flight, fixed response published on the response fanout exchange via a confirm channel, ack after confirm',
       aggregation: 'median over rounds; rounds rotate the order of setups',
