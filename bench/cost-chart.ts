@@ -20,6 +20,8 @@ interface ResultRow {
   inFlight: number
   nodeCpuUsPerReq?: number
   cpuUsPerRequest?: number
+  /** Present when the load's client ran in a process of its own: nodeCpuUsPerReq is then the service's alone. */
+  clientCpuUsPerReq?: number
 }
 
 interface Cell {
@@ -76,10 +78,13 @@ if (!output || args.length === 0) throw new Error('usage: node bench/cost-chart.
 const runs = args.map((path) => JSON.parse(readFileSync(path, 'utf8')) as { bench: string; rows: ResultRow[] })
 const cells = runs.flatMap((run) => run.rows.map(cellOf).filter((c) => c !== undefined))
 const runsSaid = runs.length > 1 ? `, median of ${runs.length} runs` : ''
+const whose = runs.every((run) => run.rows.every((row) => row.clientCpuUsPerReq !== undefined))
+  ? "the service's process alone"
+  : 'client + service, one process'
 writeFileSync(
   output,
   lineChartSvg({
-    title: `toolbridge on ${brokerName(runs[0]!.bench)}: CPU per request (client + service, one process${runsSaid})`,
+    title: `toolbridge on ${brokerName(runs[0]!.bench)}: CPU per request (${whose}${runsSaid})`,
     xLabel: 'requests in flight',
     leftLabel: 'CPU µs per request',
     rightLabel: '',
