@@ -518,7 +518,9 @@ export async function startLoadClient(setup: LoadClientSetup): Promise<LoadClien
       if (child.exitCode !== null) return
       const gone = new Promise<void>((done) => child.once('exit', () => done()))
       child.send({ type: 'stop' } satisfies ToLoadClient)
-      await gone
+      // A client that cannot close its connection (the broker gone) is not waited for long.
+      const killer = setTimeout(() => child.kill('SIGKILL'), 5_000)
+      await gone.finally(() => clearTimeout(killer))
     },
   }
 }
