@@ -78,10 +78,10 @@ import {
   TOOL_NAME,
   writeResults,
   type Column,
-  type LoadClient,
+  type DrivenService,
   runBench,
   processCpuUsOf,
-  startLoadClient,
+  driveService,
 } from './support.ts'
 
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
@@ -183,10 +183,8 @@ async function startEcho(responseBody: Buffer): Promise<{ close(): Promise<void>
   }
 }
 
-interface Live {
+interface Live extends DrivenService {
   setup: Setup
-  client: LoadClient
-  stop(): Promise<void>
 }
 
 async function startSetup(
@@ -215,26 +213,22 @@ async function startSetup(
     )
     stopService = () => runtime.stop()
   }
-  const client = await startLoadClient({
-    broker: BROKER,
-    requestQueue: q.request,
-    responseQueue: q.response,
-    request: ctx.request,
-    expected: ctx.expected,
-    startupInFlight: inFlight,
-    startupTimeoutMs: STARTUP_TIMEOUT_MS,
-    callTimeoutMs: CALL_TIMEOUT_MS,
-  }).catch(async (err: unknown) => {
-    await stopService()
-    throw new Error(`${setup}: ${(err as Error).message}`)
-  })
   return {
     setup,
-    client,
-    async stop() {
-      await client.stop()
-      await stopService()
-    },
+    ...(await driveService(
+      setup,
+      {
+        broker: BROKER,
+        requestQueue: q.request,
+        responseQueue: q.response,
+        request: ctx.request,
+        expected: ctx.expected,
+        startupInFlight: inFlight,
+        startupTimeoutMs: STARTUP_TIMEOUT_MS,
+        callTimeoutMs: CALL_TIMEOUT_MS,
+      },
+      stopService,
+    )),
   }
 }
 

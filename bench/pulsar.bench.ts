@@ -72,13 +72,13 @@ import {
   SERVICE_ID,
   TOOL_NAME,
   writeResults,
-  type LoadClient,
+  type DrivenService,
   type Column,
   type LoopStats,
   type Probe,
   runBench,
   processCpuUsOf,
-  startLoadClient,
+  driveService,
 } from './support.ts'
 
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
@@ -170,10 +170,8 @@ async function startEchoService(
 
 // ---------------------------------------------------------------- setups
 
-interface Live {
+interface Live extends DrivenService {
   setup: Setup
-  client: LoadClient
-  stop(): Promise<void>
 }
 
 async function startSetup(
@@ -197,26 +195,22 @@ async function startSetup(
     )
     stopService = () => runtime.stop()
   }
-  const client = await startLoadClient({
-    broker: BROKER,
-    ...queues,
-    request: ctx.request,
-    expected: ctx.expected,
-    startupInFlight: inFlight,
-    startupTimeoutMs: STARTUP_TIMEOUT_MS,
-    callTimeoutMs: CALL_TIMEOUT_MS,
-    nativePulsar: setup === 'native',
-  }).catch(async (err: unknown) => {
-    await stopService()
-    throw new Error(`${setup}: ${(err as Error).message}`)
-  })
   return {
     setup,
-    client,
-    async stop() {
-      await client.stop()
-      await stopService()
-    },
+    ...(await driveService(
+      setup,
+      {
+        broker: BROKER,
+        ...queues,
+        request: ctx.request,
+        expected: ctx.expected,
+        startupInFlight: inFlight,
+        startupTimeoutMs: STARTUP_TIMEOUT_MS,
+        callTimeoutMs: CALL_TIMEOUT_MS,
+        nativePulsar: setup === 'native',
+      },
+      stopService,
+    )),
   }
 }
 

@@ -98,12 +98,13 @@ import {
   TOOL_NAME,
   writeResults,
   type Column,
+  type DrivenService,
   type LoadClient,
   type LoopStats,
   type Probe,
   runBench,
   processCpuUsOf,
-  startLoadClient,
+  driveService,
 } from './support.ts'
 
 // ---------------------------------------------------------------- settings
@@ -329,10 +330,8 @@ async function deleteBenchTopology(): Promise<void> {
 
 // ---------------------------------------------------------------- one in-flight level
 
-interface Live {
+interface Live extends DrivenService {
   setup: Setup
-  client: LoadClient
-  stop(): Promise<void>
 }
 
 interface Cell extends CellStats {
@@ -374,26 +373,22 @@ async function startSetup(
     stopService = () => runtime.stop()
     queues = { requestQueue: q.request, responseQueue: q.response }
   }
-  const client = await startLoadClient({
-    broker: BROKER,
-    ...queues,
-    request: ctx.request,
-    expected: ctx.expected,
-    // Starting up may be slow (up to 64 worker threads on a busy machine): a longer timeout then.
-    startupInFlight: inFlight,
-    startupTimeoutMs: STARTUP_TIMEOUT_MS,
-    callTimeoutMs: CALL_TIMEOUT_MS,
-  }).catch(async (err: unknown) => {
-    await stopService()
-    throw new Error(`${setup}: ${(err as Error).message}`)
-  })
   return {
     setup,
-    client,
-    async stop() {
-      await client.stop()
-      await stopService()
-    },
+    ...(await driveService(
+      setup,
+      {
+        broker: BROKER,
+        ...queues,
+        request: ctx.request,
+        expected: ctx.expected,
+        startupInFlight: inFlight,
+        // Starting up may be slow (up to 64 worker threads on a busy machine): a longer timeout then.
+        startupTimeoutMs: STARTUP_TIMEOUT_MS,
+        callTimeoutMs: CALL_TIMEOUT_MS,
+      },
+      stopService,
+    )),
   }
 }
 

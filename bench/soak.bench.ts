@@ -81,8 +81,10 @@ const TARGET_SECOND_HALF_RATIO = 0.9
 const TARGET_EVENT_LOOP_P99_MS = 20
 const PER_WORKER = process.env.BENCH_PER_WORKER ? Math.floor(numberEnv('BENCH_PER_WORKER', 1, 1)) : undefined
 const WARMUP_FRACTION = 0.1
-/** The mix's least called services (calculate, tell-story) get 1 request in 10 (one() below). */
-const LEAST_CALLED_SHARE = 1 / 10
+/** Requests in one turn of the mix (one() below): the last is tell-story's, the one before calculate's, the rest tell-joke's. */
+const MIX = 10
+/** The least called services, calculate and tell-story, get one request in each turn of the mix. */
+const LEAST_CALLED_SHARE = 1 / MIX
 /** Requests after which every service's memories of answered and seen requests may be full. */
 const MEMORIES_FULL_AFTER = DEFAULT_ANSWERED_MEMORY_SIZE / LEAST_CALLED_SHARE
 const CALL_TIMEOUT_MS = 30_000
@@ -197,14 +199,14 @@ async function main(): Promise<void> {
   /** One request of the mix, checked. */
   async function one(n: number): Promise<void> {
     try {
-      if (n % 10 === 8) {
+      if (n % MIX === MIX - 2) {
         const a = n % 977
         const answer = await clients.calculator.call(
           { user: 'soak', config: {}, arguments: { expression: `${a} * 3` } },
           { timeoutMs: CALL_TIMEOUT_MS },
         )
         if (answer !== String(a * 3)) lost.push(`calculate #${n}: ${answer}`)
-      } else if (n % 10 === 9) {
+      } else if (n % MIX === MIX - 1) {
         let chunks = 0
         const answer = await clients.story.call(
           { user: 'soak', config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 } },

@@ -525,6 +525,35 @@ export async function startLoadClient(setup: LoadClientSetup): Promise<LoadClien
   }
 }
 
+/** A setup's service with the load client that drives it; stop() ends both, the client first. */
+export interface DrivenService {
+  client: LoadClient
+  stop(): Promise<void>
+}
+
+/**
+ * Starts the load client for a service that is already running; if the
+ * client cannot start (no answer, a wrong one), the service is stopped too
+ * and the error names the setup.
+ */
+export async function driveService(
+  name: string,
+  setup: LoadClientSetup,
+  stopService: () => Promise<void>,
+): Promise<DrivenService> {
+  const client = await startLoadClient(setup).catch(async (err: unknown) => {
+    await stopService()
+    throw new Error(`${name}: ${(err as Error).message}`)
+  })
+  return {
+    client,
+    async stop() {
+      await client.stop()
+      await stopService()
+    },
+  }
+}
+
 /** CPU microseconds another process has used so far, all its threads (utime + stime in /proc/<pid>/stat, clock ticks of 1/100 s as on Linux). */
 export function processCpuUsOf(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
