@@ -25,7 +25,7 @@
 import { resolve } from 'node:path'
 import { InProcessInvoker } from '../bridge/invokers/in-process.ts'
 import type { FunctionTarget, Invoker } from '../bridge/invokers/invoker.ts'
-import { WorkerThreadInvoker } from '../bridge/invokers/local.ts'
+import { WorkerThreadInvoker } from '../bridge/invokers/worker-threads/worker-thread-invoker.ts'
 import type { HandlerLocation } from '../bridge/project/tool-services.ts'
 import {
   describeMachine,

@@ -3,7 +3,7 @@
  * how long the function's invocations have run lately.
  */
 import { describe, expect, it } from 'vitest'
-import { CallPace, LINE_BUDGET_US, MAX_IN_LINE } from '../bridge/invokers/call-pace.ts'
+import { CallPace, LINE_BUDGET_US, MAX_IN_LINE } from '../bridge/invokers/worker-threads/call-pace.ts'
 
 function paced(...durationsUs: number[]): CallPace {
   const pace = new CallPace()

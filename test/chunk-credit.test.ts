@@ -1,10 +1,10 @@
 /**
- * Flow control of a stream's chunks from a worker thread (bridge/invokers/chunk-credit.ts): at most
+ * Flow control of a stream's chunks from a worker thread (bridge/invokers/worker-threads/chunk-credit.ts): at most
  * CHUNK_WINDOW messages the main thread has not taken, chunks held meanwhile joined in order, and the
  * function paused once 64 KiB are held, until the main thread takes one.
  */
 import { describe, expect, it } from 'vitest'
-import { CHUNK_WINDOW, ChunkSender } from '../bridge/invokers/chunk-credit.ts'
+import { CHUNK_WINDOW, ChunkSender } from '../bridge/invokers/worker-threads/chunk-credit.ts'
 
 /** A sender and the messages it posted, in order. */
 function sender() {

@@ -5,7 +5,7 @@
  * earlier one.
  */
 import { describe, expect, it } from 'vitest'
-import { CLAIM_CELLS, LineClaims } from '../bridge/invokers/line-claims.ts'
+import { CLAIM_CELLS, LineClaims } from '../bridge/invokers/worker-threads/line-claims.ts'
 
 describe('line claims', () => {
   it('start an invocation sent, once; it cannot be taken back after', () => {

@@ -250,7 +250,7 @@ describe('the package', () => {
     expect(files).toEqual(
       expect.arrayContaining([
         'dist/bridge/cli/main.js',
-        'dist/bridge/invokers/worker.js',
+        'dist/bridge/invokers/worker-threads/worker.js',
         'dist/bridge/http/console/assets/index.html',
         'dist/shared/index.js',
         'dist/shared/index.d.ts',

@@ -3,7 +3,7 @@
  * text: what one side posts, the other reads back as it was sent.
  */
 import { describe, expect, it } from 'vitest'
-import { post, read, type FromWorker, type ToWorker } from '../bridge/invokers/worker-messages.ts'
+import { post, read, type FromWorker, type ToWorker } from '../bridge/invokers/worker-threads/worker-messages.ts'
 
 describe('worker messages', () => {
   it('are posted as text, which a structured clone copies without walking an object', () => {

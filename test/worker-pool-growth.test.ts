@@ -7,7 +7,7 @@
  * behaviour is in worker-pool.test.ts.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { type EnvironmentHooks, Pool, type PooledEnvironment } from '../bridge/invokers/worker-pool.ts'
+import { type EnvironmentHooks, Pool, type PooledEnvironment } from '../bridge/invokers/worker-threads/worker-pool.ts'
 
 class StandIn implements PooledEnvironment {
   held = 0

@@ -8,7 +8,7 @@
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { FunctionTarget, Outcome } from '../bridge/invokers/invoker.ts'
-import { WorkerThreadInvoker } from '../bridge/invokers/local.ts'
+import { WorkerThreadInvoker } from '../bridge/invokers/worker-threads/worker-thread-invoker.ts'
 import { resolveSettings, type WorkerPoolSettings } from '../bridge/project/settings.ts'
 import type { HandlerLocation } from '../bridge/project/tool-services.ts'
 import { threadGate } from './support/thread-gate.ts'

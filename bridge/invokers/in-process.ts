@@ -5,7 +5,7 @@
  * blocks the loop blocks the bridge; functions share the bridge's
  * environment variables (their `environment:` is not applied) and its
  * process (the composition root keeps a late uncaught exception from
- * ending it). Use the worker-thread invoker (`local.ts`) for isolation.
+ * ending it). Use the worker-thread invoker (`worker-threads/worker-thread-invoker.ts`) for isolation.
  */
 import { randomUUID } from 'node:crypto'
 import { messageOf } from '../../shared/errors.ts'

@@ -27,7 +27,7 @@ async function handlerInvoker({
 }: Required<LocationInvokerOptions>): Promise<Invoker<HandlerLocation>> {
   switch (settings.invoker) {
     case 'local': {
-      const { WorkerThreadInvoker } = await import('./local.ts')
+      const { WorkerThreadInvoker } = await import('./worker-threads/worker-thread-invoker.ts')
       return new WorkerThreadInvoker(baseDir, {
         logger,
         maxStreamBytes: settings.limits.maxStreamBytes,

@@ -1,5 +1,5 @@
 /**
- * The messages between the main thread (local.ts) and a worker thread
+ * The messages between the main thread (worker-thread-invoker.ts) and a worker thread
  * (worker.ts), both ways, and how they are posted: the protocol in one place.
  *
  * They travel as JSON text (post/read): posting a string costs the sending

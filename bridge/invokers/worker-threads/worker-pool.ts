@@ -1,15 +1,15 @@
 /**
- * The worker threads of one function (local.ts): how many it has, which
+ * The worker threads of one function (worker-thread-invoker.ts): how many it has, which
  * takes the next invocation, when another starts and when an idle one ends.
  * It knows an environment only by what it asks of it (PooledEnvironment).
  */
 import { availableParallelism } from 'node:os'
-import type { WorkerPoolSettings } from '../project/settings.ts'
+import type { WorkerPoolSettings } from '../../project/settings.ts'
 
 /** Environments of one function starting at once; also the most a function sharing its workers gets. */
 export const CORES = availableParallelism()
 
-/** What the pool reads and sets on an environment (local.ts's Environment). */
+/** What the pool reads and sets on an environment (worker-thread-invoker.ts's Environment). */
 export interface PooledEnvironment {
   /** Resolves with a load error message, or undefined once the handler is loaded. */
   readonly ready: Promise<string | undefined>

@@ -35,12 +35,12 @@ import {
   DEFAULT_WARM_WORKERS,
   DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS,
   type WorkerPoolSettings,
-} from '../project/settings.ts'
-import type { HandlerLocation } from '../project/tool-services.ts'
-import { silentLogger, type Logger } from '../support/logger.ts'
+} from '../../project/settings.ts'
+import type { HandlerLocation } from '../../project/tool-services.ts'
+import { silentLogger, type Logger } from '../../support/logger.ts'
 import { CallPace, MAX_IN_LINE } from './call-pace.ts'
 import { LineClaims } from './line-claims.ts'
-import { functionEnvironment } from './function-environment.ts'
+import { functionEnvironment } from '../function-environment.ts'
 import {
   functionError,
   type FunctionTarget,
@@ -48,8 +48,8 @@ import {
   type InvocationTrace,
   type Invoker,
   type Outcome,
-} from './invoker.ts'
-import { DEFAULT_MAX_STREAM_BYTES } from './run-handler.ts'
+} from '../invoker.ts'
+import { DEFAULT_MAX_STREAM_BYTES } from '../run-handler.ts'
 import { CORES, type EnvironmentHooks, Pool, type PooledEnvironment } from './worker-pool.ts'
 import {
   post,

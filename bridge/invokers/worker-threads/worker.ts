@@ -1,7 +1,7 @@
 /**
  * Inside a worker thread: one execution environment of one function, like a
  * Lambda sandbox. Module state persists between invocations. By default it
- * runs one invocation at a time, in the order the main thread (local.ts)
+ * runs one invocation at a time, in the order the main thread (worker-thread-invoker.ts)
  * sent them; those sent while one runs wait in line, and the main thread
  * may take back any that has not started (line-claims.ts). With the
  * function's `invocationsPerWorker`, it runs whatever it is sent at once.
@@ -11,7 +11,7 @@ import { getHeapStatistics } from 'node:v8'
 import { parentPort, workerData } from 'node:worker_threads'
 import { ChunkSender } from './chunk-credit.ts'
 import { LineClaims } from './line-claims.ts'
-import { describeLoadError } from './load-error.ts'
+import { describeLoadError } from '../load-error.ts'
 import {
   describeError,
   lambdaContext,
@@ -19,7 +19,7 @@ import {
   runHandler,
   StreamTooLarge,
   type LambdaHandler,
-} from './run-handler.ts'
+} from '../run-handler.ts'
 import {
   post,
   read,
