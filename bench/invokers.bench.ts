@@ -23,7 +23,7 @@
  *   BENCH_OUT              default bench/results/invokers.json (git-ignored)
  */
 import { resolve } from 'node:path'
-import { InProcessInvoker } from '../bridge/invokers/in-process.ts'
+import { InProcessInvoker } from '../bridge/invokers/in-process-invoker.ts'
 import type { FunctionTarget, Invoker } from '../bridge/invokers/invoker.ts'
 import { WorkerThreadInvoker } from '../bridge/invokers/worker-threads/worker-thread-invoker.ts'
 import type { HandlerLocation } from '../bridge/project/tool-services.ts'

@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createBridge, type Bridge } from '../bridge/core/bridge.ts'
-import { HttpInvoker, retryAfterMs } from '../bridge/invokers/http.ts'
+import { HttpInvoker, retryAfterMs } from '../bridge/invokers/http-function/http-function-invoker.ts'
 import type { Outcome } from '../bridge/invokers/invoker.ts'
 import { LocationInvoker } from '../bridge/invokers/invoker-for-location.ts'
 import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory/memory-transport.ts'

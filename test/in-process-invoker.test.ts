@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { InProcessInvoker } from '../bridge/invokers/in-process.ts'
+import { InProcessInvoker } from '../bridge/invokers/in-process-invoker.ts'
 import type { FunctionTarget } from '../bridge/invokers/invoker.ts'
 import type { HandlerLocation } from '../bridge/project/tool-services.ts'
 

@@ -3,7 +3,10 @@
  * within Lambda's 3583-byte limit, dropping baggage, then tracestate, to fit.
  */
 import { describe, expect, it } from 'vitest'
-import { LAMBDA_MAX_CLIENT_CONTEXT_BYTES, lambdaClientContext } from '../bridge/invokers/lambda-client-context.ts'
+import {
+  LAMBDA_MAX_CLIENT_CONTEXT_BYTES,
+  lambdaClientContext,
+} from '../bridge/invokers/lambda/lambda-client-context.ts'
 
 const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
 const decode = (encoded: string) => JSON.parse(Buffer.from(encoded, 'base64').toString('utf8')) as unknown

@@ -21,7 +21,7 @@ import {
   LambdaInvoker,
   type LambdaInvokerOptions,
   type OnLambda,
-} from '../bridge/invokers/lambda.ts'
+} from '../bridge/invokers/lambda/lambda-invoker.ts'
 import { LocationInvoker } from '../bridge/invokers/invoker-for-location.ts'
 import { createRetry } from '../bridge/support/retry.ts'
 import { startRuntime, type Runtime } from '../bridge/runtime.ts'

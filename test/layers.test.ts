@@ -107,7 +107,7 @@ describe('the dependency rule', () => {
     expect(violation('bridge/project/settings.ts', 'bridge/invokers/worker-threads/worker-thread-invoker.ts')).toBe(
       'bridge/invokers is above bridge/project',
     )
-    expect(violation('bridge/invokers/http.ts', 'bridge/transports/transport.ts')).toBe(
+    expect(violation('bridge/invokers/http-function/http-function-invoker.ts', 'bridge/transports/transport.ts')).toBe(
       'bridge/invokers and bridge/transports are on one layer',
     )
     expect(violation('bridge/support/metrics.ts', 'bridge/core/bridge.ts')).toBe('bridge/core is above bridge/support')

@@ -7,9 +7,9 @@
  */
 import type { Project } from '../project/project.ts'
 import type { Settings } from '../project/settings.ts'
-import { functionState, lambdaClient, type LambdaAccess } from '../invokers/lambda-functions.ts'
+import { functionState, lambdaClient, type LambdaAccess } from '../invokers/lambda/lambda-functions.ts'
 import { resolveHandler } from '../invokers/run-handler.ts'
-import { HttpInvoker } from '../invokers/http.ts'
+import { HttpInvoker } from '../invokers/http-function/http-function-invoker.ts'
 import { messageOf } from '../../shared/errors.ts'
 
 export interface CheckResult {

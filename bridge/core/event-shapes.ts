@@ -29,7 +29,7 @@ import type { RouteSpec, ShapeSpec } from '../project/tool-services.ts'
 import { isRecord, type Refusal } from '../../shared/errors.ts'
 import type { ToolRequest } from '../../shared/protocol.ts'
 import { TEMPLATE_PATH, TEMPLATE_PLACEHOLDER, type AnswerFormat } from '../../shared/tool-service-schema.ts'
-import { httpStatusOutcome, isSuccess } from '../invokers/http-status.ts'
+import { httpStatusOutcome, isSuccess } from '../invokers/http-status-outcome.ts'
 import type { Outcome } from '../invokers/invoker.ts'
 
 export type EventResult = { ok: true; event: unknown } | Refusal

@@ -35,23 +35,23 @@ async function handlerInvoker({
       })
     }
     case 'in-process': {
-      const { InProcessInvoker } = await import('./in-process.ts')
+      const { InProcessInvoker } = await import('./in-process-invoker.ts')
       return new InProcessInvoker(baseDir, { maxStreamBytes: settings.limits.maxStreamBytes })
     }
     case 'lambda': {
-      const { LambdaInvoker } = await import('./lambda.ts')
+      const { LambdaInvoker } = await import('./lambda/lambda-invoker.ts')
       return new LambdaInvoker({ ...settings.lambda, logger })
     }
   }
 }
 
 async function lambdaInvoker({ settings, logger }: Required<LocationInvokerOptions>): Promise<Invoker<LambdaLocation>> {
-  const { ExternalLambdaInvoker } = await import('./external-lambda.ts')
+  const { ExternalLambdaInvoker } = await import('./lambda/external-lambda-invoker.ts')
   return new ExternalLambdaInvoker(settings.lambda, logger)
 }
 
 async function httpInvoker({ settings, logger }: Required<LocationInvokerOptions>): Promise<Invoker<HttpLocation>> {
-  const { HttpInvoker } = await import('./http.ts')
+  const { HttpInvoker } = await import('./http-function/http-function-invoker.ts')
   return new HttpInvoker({ env: settings.env, logger })
 }
 

@@ -9,7 +9,7 @@
  * - Headers: fixed ones from serverless.yml, secret ones from environment
  *   variables named there (`headersFromEnv`), read once at start.
  * - A 2xx body is the answer. Any other status is an error answer with the
- *   status and an excerpt of the body (http-status.ts).
+ *   status and an excerpt of the body (http-status-outcome.ts).
  * - 429 and 503 are retried, waiting at least what `Retry-After` asks, as
  *   long as the function's timeout allows; a refused connection (nothing ran)
  *   is retried too. Nothing else is, so a POST never runs twice because of
@@ -22,12 +22,12 @@
  * - The function's timeout bounds the whole call, retries and stream included.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
-import type { HttpLocation } from '../project/tool-services.ts'
-import { isRecord, isToolbridgeError, messageOf, type Refusal, ToolbridgeError } from '../../shared/errors.ts'
-import { httpStatusOutcome, isSuccess } from './http-status.ts'
-import { silentLogger, type Logger } from '../support/logger.ts'
-import { createRetry, RetryableAttempt, type Retrier, type RetryOptions } from '../support/retry.ts'
-import type { FunctionTarget, Invocation, Invoker, Outcome } from './invoker.ts'
+import type { HttpLocation } from '../../project/tool-services.ts'
+import { isRecord, isToolbridgeError, messageOf, type Refusal, ToolbridgeError } from '../../../shared/errors.ts'
+import { httpStatusOutcome, isSuccess } from '../http-status-outcome.ts'
+import { silentLogger, type Logger } from '../../support/logger.ts'
+import { createRetry, RetryableAttempt, type Retrier, type RetryOptions } from '../../support/retry.ts'
+import type { FunctionTarget, Invocation, Invoker, Outcome } from '../invoker.ts'
 
 export const DEFAULT_HTTP_RETRIES = 3
 

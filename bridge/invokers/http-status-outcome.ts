@@ -2,7 +2,7 @@
  * An HTTP answer that is not a success, as an outcome: its status and a
  * bounded excerpt of its body (an HTML error page can be megabytes), for
  * API Gateway proxy responses (event-shapes.ts) and HTTP functions
- * (invokers/http.ts) alike.
+ * (invokers/http-function/) alike.
  */
 import { STATUS_CODES } from 'node:http'
 import type { Outcome } from './invoker.ts'

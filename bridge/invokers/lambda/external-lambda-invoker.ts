@@ -5,12 +5,12 @@
  * failed function is reported then rather than on the first request.
  */
 import type { LambdaClient } from '@aws-sdk/client-lambda'
-import type { LambdaLocation } from '../project/tool-services.ts'
-import type { LambdaSettings } from '../project/settings.ts'
+import type { LambdaLocation } from '../../project/tool-services.ts'
+import type { LambdaSettings } from '../../project/settings.ts'
 import { credentialsFor, functionState, lambdaClient } from './lambda-functions.ts'
-import { silentLogger, type Logger } from '../support/logger.ts'
-import type { FunctionTarget, Invocation, Invoker, Outcome } from './invoker.ts'
-import { LambdaInvoker } from './lambda.ts'
+import { silentLogger, type Logger } from '../../support/logger.ts'
+import type { FunctionTarget, Invocation, Invoker, Outcome } from '../invoker.ts'
+import { LambdaInvoker } from './lambda-invoker.ts'
 
 interface Account {
   invoker: LambdaInvoker

@@ -31,11 +31,11 @@ import {
   LambdaClient,
   type LambdaClientConfig,
 } from '@aws-sdk/client-lambda'
-import { isRecord, isToolbridgeError, messageOf, ToolbridgeError } from '../../shared/errors.ts'
-import { resultText } from '../../shared/protocol.ts'
-import { silentLogger, type Logger } from '../support/logger.ts'
-import { createRetry, RetryableAttempt, type Retrier, type RetryOptions } from '../support/retry.ts'
-import type { FunctionLocation } from '../project/tool-services.ts'
+import { isRecord, isToolbridgeError, messageOf, ToolbridgeError } from '../../../shared/errors.ts'
+import { resultText } from '../../../shared/protocol.ts'
+import { silentLogger, type Logger } from '../../support/logger.ts'
+import { createRetry, RetryableAttempt, type Retrier, type RetryOptions } from '../../support/retry.ts'
+import type { FunctionLocation } from '../../project/tool-services.ts'
 import {
   functionError,
   type FunctionTarget,
@@ -43,7 +43,7 @@ import {
   type InvocationTrace,
   type Invoker,
   type Outcome,
-} from './invoker.ts'
+} from '../invoker.ts'
 import { lambdaClientContext } from './lambda-client-context.ts'
 
 /** Lambda's limit on a synchronous invocation's request payload (and on a buffered response): 6 MB. */
@@ -59,7 +59,7 @@ export interface LambdaInvokerOptions {
   region?: string
   /** Use fixed dummy credentials (serverless-offline ignores them) instead of the standard credential chain. */
   dummyCredentials?: boolean
-  /** Credentials other than the standard chain's, such as an assumed role's (bridge/invokers/lambda-functions.ts). */
+  /** Credentials other than the standard chain's, such as an assumed role's (bridge/invokers/lambda/lambda-functions.ts). */
   credentials?: LambdaClientConfig['credentials']
   /** How long throttling and 5xx answers are retried before the request gets an error response. */
   retryWindowMs?: number
@@ -154,7 +154,7 @@ const utf8 = new TextDecoder()
 /**
  * A function with a Lambda function to call: one of serverless.yml's, deployed
  * (`--invoker lambda`), or someone else's. Called with the invoker's own region
- * and credentials; external-lambda.ts keeps an invoker per region and role.
+ * and credentials; external-lambda-invoker.ts keeps an invoker per region and role.
  */
 export type OnLambda = Extract<FunctionLocation, { lambdaName: string }>
 

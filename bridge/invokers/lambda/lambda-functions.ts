@@ -5,8 +5,8 @@
  * functions: their own region, and a role to assume if one is given.
  */
 import { GetFunctionCommand, LambdaClient, type LambdaClientConfig } from '@aws-sdk/client-lambda'
-import type { LambdaSettings } from '../project/settings.ts'
-import { isRecord } from '../../shared/errors.ts'
+import type { LambdaSettings } from '../../project/settings.ts'
+import { isRecord } from '../../../shared/errors.ts'
 
 export interface FunctionState {
   ok: boolean
