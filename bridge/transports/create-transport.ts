@@ -7,7 +7,7 @@ import { ConfigError } from '../../shared/errors.ts'
 import type { Logger } from '../support/logger.ts'
 import { MemoryBroker, MemoryTransport } from './memory/memory-transport.ts'
 import type { PulsarSettings } from './pulsar/pulsar-transport.ts'
-import { redact } from './edge.ts'
+import { redact } from './adapter-parts.ts'
 import type { Transport } from './transport.ts'
 
 export async function createTransport(

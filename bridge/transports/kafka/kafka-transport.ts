@@ -48,7 +48,7 @@ import {
 import { describeKafkaError, isRefusal, isTooLarge, isTopicAlreadyThere, isUnknownTopic } from './errors.ts'
 import { TopicReader, type ClientOptions } from './reader.ts'
 import { parseKafkaUrl, type KafkaConnection } from './url.ts'
-import { asBuffer, closedError, redact, scrubber } from '../edge.ts'
+import { asBuffer, closedError, redact, scrubber } from '../adapter-parts.ts'
 import type { ConsumeOptions, Consumer, OnDelivery, Properties, Transport } from '../transport.ts'
 
 /** What TrustGraph's producer sends at most (aiokafka `max_request_size`). */

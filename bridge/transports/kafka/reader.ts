@@ -38,7 +38,7 @@ import type { Logger } from '../../support/logger.ts'
 import type { Retrier } from '../../support/retry.ts'
 import { describeKafkaError } from './errors.ts'
 import { PartitionProgress, type CommitPoint, type TrackedRecord } from './offsets.ts'
-import { deliveryOf, handOver } from '../edge.ts'
+import { deliveryOf, handOver } from '../adapter-parts.ts'
 import type { OnDelivery, Properties } from '../transport.ts'
 
 /** A nacked record comes back after this long. */

@@ -13,7 +13,7 @@
 import { ToolbridgeError } from '../../../shared/errors.ts'
 import { logicalName, parseQueueName } from '../../../shared/queues.ts'
 import { LinkedList } from '../../support/linked-list.ts'
-import { deliveryOf } from '../edge.ts'
+import { deliveryOf } from '../adapter-parts.ts'
 import type { ConsumeOptions, Consumer, OnDelivery, Properties, Transport } from '../transport.ts'
 
 /** The largest default among real brokers that TrustGraph shares with us (Pulsar: 5 MB). */

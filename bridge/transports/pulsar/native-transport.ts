@@ -18,7 +18,7 @@ import { parseQueueName, pulsarTopic } from '../../../shared/queues.ts'
 import { silentLogger, type Logger } from '../../support/logger.ts'
 import { MIN_RECEIVER_QUEUE, PULSAR_MAX_MESSAGE_BYTES, type PulsarTransportOptions } from './pulsar-transport.ts'
 import { parsePulsarUrl } from './url.ts'
-import { asBuffer, closedError, deliveryOf, handOver, redact } from '../edge.ts'
+import { asBuffer, closedError, deliveryOf, handOver, redact } from '../adapter-parts.ts'
 import type { ConsumeOptions, Consumer, OnDelivery, Properties, Transport } from '../transport.ts'
 
 // The part of pulsar-client's API used here (its own types come with the addon).

@@ -42,7 +42,7 @@ import {
   type Message,
   type Producer,
 } from '../../../lib/pulsar-client/index.ts'
-import { closedError, deliveryOf, handOver, redact, scrubber } from '../edge.ts'
+import { closedError, deliveryOf, handOver, redact, scrubber } from '../adapter-parts.ts'
 import type { ConsumeOptions, Consumer as TransportConsumer, OnDelivery, Properties, Transport } from '../transport.ts'
 import { parsePulsarUrl } from './url.ts'
 

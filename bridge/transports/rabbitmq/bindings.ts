@@ -10,7 +10,7 @@
 import type { Channel, ConsumeMessage, Options } from 'amqplib'
 import { isRecord, ToolbridgeError } from '../../../shared/errors.ts'
 import type { Logger } from '../../support/logger.ts'
-import { deliveryOf, handOver } from '../edge.ts'
+import { deliveryOf, handOver } from '../adapter-parts.ts'
 import type { Consumer, OnDelivery, Properties } from '../transport.ts'
 import type { RabbitConnection, Session } from './connection.ts'
 

@@ -18,7 +18,7 @@ import type { ChannelModel, ConfirmChannel, SocketOptions } from 'amqplib'
 import { ToolbridgeError } from '../../../shared/errors.ts'
 import type { Logger } from '../../support/logger.ts'
 import { RetriesExhaustedError, type Retrier } from '../../support/retry.ts'
-import { closedError } from '../edge.ts'
+import { closedError } from '../adapter-parts.ts'
 import { coalesceWrites } from './coalesce-writes.ts'
 
 const CONNECT_TIMEOUT_MS = 10_000
