@@ -1,7 +1,7 @@
 /**
  * `toolbridge dead-letters list` and `toolbridge dead-letters replay [--id ...]`,
  * as commands: their options; the broker client and the reading
- * (dead-letters.ts) are loaded only when one of them runs.
+ * (dead-letter-reader.ts) are loaded only when one of them runs.
  */
 import type { Command } from 'commander'
 import { UsageError } from '../../shared/errors.ts'
@@ -70,7 +70,7 @@ export function addDeadLetterCommands(program: Command, configFile: () => string
       const queue = await queueOf(flags, configFile())
       const transport = await connect(flags)
       try {
-        const { listDeadLetters, describeDeadLetter } = await import('./dead-letters.ts')
+        const { listDeadLetters, describeDeadLetter } = await import('./dead-letter-reader.ts')
         const listed = await listDeadLetters(transport, queue, readOptions(flags))
         for (const item of listed) console.log(describeDeadLetter(item))
         console.error(`toolbridge: ${listed.length} message${listed.length === 1 ? '' : 's'} in ${queue}`)
@@ -89,9 +89,9 @@ export function addDeadLetterCommands(program: Command, configFile: () => string
     .action(async (flags: DeadLetterFlags) => {
       const queue = await queueOf(flags, configFile())
       const transport = await connect(flags)
-      let result: Awaited<ReturnType<typeof import('./dead-letters.ts').replayDeadLetters>>
+      let result: Awaited<ReturnType<typeof import('./dead-letter-reader.ts').replayDeadLetters>>
       try {
-        const { replayDeadLetters } = await import('./dead-letters.ts')
+        const { replayDeadLetters } = await import('./dead-letter-reader.ts')
         result = await replayDeadLetters(transport, queue, flags.id, readOptions(flags))
       } finally {
         await transport.close()

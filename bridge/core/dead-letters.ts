@@ -4,7 +4,7 @@
  * carries no `id`), or one answered with an error of a kind the service
  * chose to keep, goes to a dead-letter queue on the same broker: the original
  * body unchanged, its properties, and why in properties of their own.
- * `toolbridge dead-letters list | replay` read them back (bridge/cli/dead-letters.ts).
+ * `toolbridge dead-letters list | replay` read them back (bridge/cli/dead-letter-reader.ts).
  */
 import { ERROR_KINDS, type ErrorKind } from '../../shared/errors.ts'
 import { decodeRequest } from '../../shared/protocol.ts'

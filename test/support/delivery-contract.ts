@@ -15,7 +15,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { afterAll, describe, expect, it } from 'vitest'
-import { listDeadLetters, replayDeadLetters } from '../../bridge/cli/dead-letters.ts'
+import { listDeadLetters, replayDeadLetters } from '../../bridge/cli/dead-letter-reader.ts'
 import { createBridge, type Bridge } from '../../bridge/core/bridge.ts'
 import { deadLetterMessage } from '../../bridge/core/dead-letters.ts'
 import type { Invoker } from '../../bridge/invokers/invoker.ts'
