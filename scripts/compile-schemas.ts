@@ -6,7 +6,7 @@
  *
  *   node scripts/compile-schemas.ts
  *
- * Run it after changing the schemas; test/tool-service-validators.test.ts
+ * Run it after changing the schemas; test/project/tool-service-validators.test.ts
  * fails while the generated file is out of date.
  */
 import { writeFileSync } from 'node:fs'

@@ -1,0 +1,116 @@
+/** Delivery (maxAge, answered once, dead letters) on RabbitMQ: test/support/delivery-contract.ts. Never stops the broker. */
+import { execFile } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { promisify } from 'node:util'
+import { connect as amqpConnect } from 'amqplib'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { deadLetterMessage } from '../../bridge/core/dead-letters.ts'
+import { DEAD_LETTER_SUBSCRIPTION } from '../../bridge/core/delivery-guard.ts'
+import type { Transport } from '../../bridge/transports/transport.ts'
+import { encodeRequest } from '../../shared/protocol.ts'
+import { createTransport } from '../../bridge/transports/create-transport.ts'
+import { describeDelivery } from '../support/delivery-contract.ts'
+import { RABBITMQ_URL, rabbitmqctl, rabbitmqInstalled, startRabbitmq } from '../support/rabbitmq.ts'
+
+/** Deletes the suite's queues and exchanges (durable ones outlive it). */
+async function drop(run: string): Promise<void> {
+  const list = async (what: string) =>
+    (await rabbitmqctl(what, '-q', '--no-table-headers', 'name'))
+      .split('\n')
+      .map((n) => n.trim())
+      .filter((n) => n.includes(run))
+  const [queues, exchanges] = [await list('list_queues'), await list('list_exchanges')]
+  const connection = await amqpConnect(RABBITMQ_URL)
+  try {
+    const channel = await connection.createChannel()
+    for (const queue of queues) await channel.deleteQueue(queue)
+    for (const exchange of exchanges) await channel.deleteExchange(exchange)
+  } finally {
+    await connection.close()
+  }
+}
+
+describe.skipIf(!rabbitmqInstalled())('RabbitMQ', () => {
+  beforeAll(async () => {
+    await startRabbitmq() // the running one, or one started now (left running)
+  }, 120_000)
+  describeDelivery('RabbitMQ', { transport: () => createTransport(RABBITMQ_URL), limitMs: 30_000, drop })
+
+  describe('toolbridge dead-letters, the command', () => {
+    const run = randomUUID().slice(0, 8)
+    const queue = `flow:tg:dlv-cli-${run}-dlq`
+    const requestQueue = `flow:tg:dlv-cli-${run}-request`
+    let transport: Transport
+    const toolbridge = (...args: string[]) =>
+      promisify(execFile)(process.execPath, ['bridge/cli/main.ts', 'dead-letters', ...args], {
+        env: { PATH: process.env.PATH ?? '' },
+      }).then(
+        ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+        (err: { code: number; stdout: string; stderr: string }) => err,
+      )
+
+    beforeAll(async () => {
+      transport = await createTransport(RABBITMQ_URL)
+      await transport.connect()
+      // As a bridge does at start: the subscription that keeps the queue's messages.
+      await (
+        await transport.consume(queue, { subscription: DEAD_LETTER_SUBSCRIPTION, concurrency: 1 }, (d) => d.nack())
+      ).close()
+      const reason = {
+        kind: 'too-large' as const,
+        message: 'refused',
+        service: 'svc',
+        queue: requestQueue,
+        attempts: 1,
+      }
+      const letter = deadLetterMessage(
+        { body: encodeRequest({ arguments: { n: 1 } }), properties: { id: 'req-1' } },
+        reason,
+        `dl-${run}`,
+        new Date(),
+      )
+      await transport.publish(queue, letter.body, letter.properties)
+    }, 60_000)
+    afterAll(async () => {
+      await transport?.close()
+      await drop(`dlv-cli-${run}`)
+    })
+
+    it('list prints each dead letter and takes nothing out; replay --id sends it back to its queue', async () => {
+      const broker = ['--broker', RABBITMQ_URL, '--queue', queue, '--wait', '1']
+      for (let i = 0; i < 2; i++) {
+        const listed = await toolbridge('list', ...broker)
+        expect(listed.code).toBe(0)
+        expect(listed.stdout).toMatch(
+          new RegExp(`^dl-${run}  \\S+  svc  too-large: refused  attempts 1  request id req-1\\n$`),
+        )
+        expect(listed.stderr).toBe(`toolbridge: 1 message in ${queue}\n`)
+      }
+      const replayed = await toolbridge('replay', ...broker, '--id', `dl-${run}`, 'nope')
+      expect(replayed).toMatchObject({
+        code: 1, // one asked for was not there
+        stdout: `replayed dl-${run} to ${requestQueue}\n`,
+        stderr: `toolbridge: no dead letter nope in ${queue}\n`,
+      })
+      expect((await toolbridge('list', ...broker)).stderr).toBe(`toolbridge: 0 messages in ${queue}\n`)
+    }, 60_000)
+
+    it('refuses to run without a broker, without a queue, or with a nonsense limit', async () => {
+      expect(await toolbridge('list', '--queue', queue)).toMatchObject({
+        code: 2,
+        stderr: 'toolbridge: --broker: dead letters live on a broker: give --broker (or TOOLBRIDGE_BROKER)\n',
+      })
+      expect(await toolbridge('list', '--broker', RABBITMQ_URL)).toMatchObject({
+        code: 2,
+        stderr: 'toolbridge: --queue: no dead-letter queue: give --queue (or TOOLBRIDGE_DEAD_LETTER_QUEUE)\n',
+      })
+      expect(await toolbridge('list', '--broker', RABBITMQ_URL, '--limit', '0', '--queue', queue)).toMatchObject({
+        code: 2,
+        stderr: 'toolbridge: --limit: "0" must be a positive integer\n',
+      })
+      expect((await toolbridge('replay', '--broker', RABBITMQ_URL, '--queue', 'request:tg:x')).stderr).toMatch(
+        /"request:tg:x" is not persistent/,
+      )
+    }, 60_000)
+  })
+})

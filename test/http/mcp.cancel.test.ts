@@ -1,0 +1,130 @@
+/**
+ * A client that cancels an MCP call (a closed HTTP stream in either era;
+ * notifications/cancelled on stdio) stops the gateway waiting and aborts
+ * the function through its context's signal, in process and in a worker
+ * thread; the function here counts the cancellations it saw. (Over HTTP a
+ * 2025-era notifications/cancelled comes in a request of its own, which a
+ * server without sessions cannot match to the call it names.)
+ */
+import { fileURLToPath } from 'node:url'
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadProject } from '../../bridge/project/project.ts'
+import { resolveSettings } from '../../bridge/project/settings.ts'
+import { type Runtime, startRuntime } from '../../bridge/runtime.ts'
+
+const YML = fileURLToPath(new URL('../fixtures/mcp-tools/serverless.yml', import.meta.url))
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+
+interface Caller {
+  callTool(params: { name: string; arguments: Record<string, unknown> }, ...rest: unknown[]): Promise<unknown>
+}
+
+const textOf = (result: unknown) => (result as { content: { text: string }[] }).content[0]!.text
+
+/** How many cancellations the function has seen, asked until it reaches `expected` (or 10 s pass). */
+async function cancellationsSeen(client: Caller, expected: number): Promise<number> {
+  const deadline = Date.now() + 10_000
+  for (;;) {
+    const seen = Number(textOf(await client.callTool({ name: 'wait', arguments: { count: true } })))
+    if (seen >= expected || Date.now() > deadline) return seen
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+/** Starts a call to `wait`, cancels it once it runs, and says how long the client waited in all. */
+async function cancelOne(call: (signal: AbortSignal) => Promise<unknown>): Promise<number> {
+  const abort = new AbortController()
+  const started = performance.now()
+  const pending = call(abort.signal).then(
+    () => 'answered',
+    (err: unknown) => err,
+  )
+  setTimeout(() => abort.abort(), 300)
+  expect(await pending).toBeInstanceOf(Error)
+  return performance.now() - started
+}
+
+for (const invoker of ['in-process', 'local'] as const) {
+  describe(`cancelling an MCP call aborts the function (${invoker})`, () => {
+    let runtime: Runtime
+    let url: URL
+    beforeAll(async () => {
+      runtime = await startRuntime(loadProject(YML), resolveSettings({ port: '0', invoker }, {}))
+      url = new URL(`${runtime.gateway!.url}/mcp`)
+    })
+    afterAll(() => runtime?.stop())
+
+    it('from the v2 client at 2026-07-28 (the request stream closed)', async () => {
+      const client = new Client(
+        { name: 'cancel-v2', version: '1' },
+        { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+      )
+      await client.connect(new StreamableHTTPClientTransport(url))
+      try {
+        const before = await cancellationsSeen(client, 0)
+        const waited = await cancelOne((signal) => client.callTool({ name: 'wait', arguments: {} }, { signal }))
+        expect(waited).toBeLessThan(5_000) // the function would have answered after 10 s
+        expect(await cancellationsSeen(client, before + 1)).toBe(before + 1)
+        // The gateway holds nothing for it any more.
+        expect(runtime.gateway!.inFlight).toBe(0)
+      } finally {
+        await client.close()
+      }
+    })
+
+    it('from a 2025-era request whose stream the client closes', async () => {
+      const client = new ClientV1({ name: 'cancel-v1', version: '1' })
+      await client.connect(new HttpV1(url))
+      try {
+        const before = await cancellationsSeen(client, 0)
+        await cancelOne((signal) =>
+          fetch(url, {
+            method: 'POST',
+            signal,
+            headers: {
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+              'mcp-protocol-version': '2025-11-25',
+            },
+            body: JSON.stringify({
+              jsonrpc: '2.0',
+              id: 1,
+              method: 'tools/call',
+              params: { name: 'wait', arguments: {} },
+            }),
+          }).then((res) => res.text()),
+        )
+        expect(await cancellationsSeen(client, before + 1)).toBe(before + 1)
+      } finally {
+        await client.close()
+      }
+    })
+  })
+}
+
+describe('cancelling a call to toolbridge mcp (stdio) aborts the function', () => {
+  it('sends notifications/cancelled, which reaches the function in its worker thread', async () => {
+    const client = new Client({ name: 'cancel-stdio', version: '1' })
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: ['bridge/cli/main.ts', '-c', YML, 'mcp'],
+        cwd: ROOT,
+        env: Object.fromEntries(
+          Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')),
+        ) as Record<string, string>,
+        stderr: 'pipe',
+      }),
+    )
+    try {
+      await cancelOne((signal) => client.callTool({ name: 'wait', arguments: {} }, { signal }))
+      expect(await cancellationsSeen(client, 1)).toBe(1)
+    } finally {
+      await client.close()
+    }
+  })
+})

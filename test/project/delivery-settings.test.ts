@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest'
+import { DEFAULT_MAX_AGE_SECONDS, resolveSettings } from '../../bridge/project/settings.ts'
+import { readToolServices } from '../../bridge/project/tool-services.ts'
+
+function read(extra: Record<string, unknown>) {
+  return readToolServices({
+    functions: {
+      f: {
+        handler: 'f.handler',
+        toolService: { id: 's', topic: 's', tools: [{ name: 't', description: 'd' }], ...extra },
+      },
+    },
+  })[0]!
+}
+
+describe('delivery settings: flags and environment', () => {
+  it("default to TrustGraph's client timeout for maxAge, a memory of 10000 answers for 600 s, no dead-letter queue", () => {
+    expect(DEFAULT_MAX_AGE_SECONDS).toBe(600)
+    expect(resolveSettings({}, {}).delivery).toStrictEqual({
+      maxAgeMs: 600_000,
+      answeredMemorySize: 10_000,
+      answeredMemoryTtlMs: 600_000,
+      deadLetterQueue: undefined,
+    })
+  })
+
+  it('read flags over the environment', () => {
+    const env = {
+      TOOLBRIDGE_MAX_AGE: '30',
+      TOOLBRIDGE_ANSWERED_MEMORY_SIZE: '5',
+      TOOLBRIDGE_ANSWERED_MEMORY_TTL: '7',
+      TOOLBRIDGE_DEAD_LETTER_QUEUE: 'flow:tg:dead',
+    }
+    expect(resolveSettings({}, env).delivery).toStrictEqual({
+      maxAgeMs: 30_000,
+      answeredMemorySize: 5,
+      answeredMemoryTtlMs: 7_000,
+      deadLetterQueue: 'flow:tg:dead',
+    })
+    expect(resolveSettings({ maxAge: '0', deadLetterQueue: 'persistent://tg/x/dead' }, env).delivery).toMatchObject({
+      maxAgeMs: 0,
+      deadLetterQueue: 'persistent://tg/x/dead',
+    })
+  })
+
+  it.each([
+    [{ maxAge: '-1' }, '--max-age: "-1" must be an integer from 0 to 86400'],
+    [{ maxAge: 'soon' }, '--max-age: "soon" must be an integer from 0 to 86400'],
+    [{ answeredMemoryTtl: '0' }, '--answered-memory-ttl: "0" must be an integer from 1 to 86400'],
+    [{ answeredMemorySize: '1.5' }, '--answered-memory-size: "1.5" must be an integer from 0 to 1000000'],
+    [{ deadLetterQueue: 'nonsense' }, '--dead-letter-queue: queue "nonsense" is neither'],
+    [{ deadLetterQueue: 'request:tg:dead' }, '--dead-letter-queue: "request:tg:dead" is not persistent'],
+  ])('refuse %o', (flags, message) => {
+    expect(() => resolveSettings(flags, {})).toThrow(message)
+  })
+})
+
+describe('delivery settings in serverless.yml', () => {
+  it('are read per service, and absent when the block says nothing of them', () => {
+    expect(read({}).delivery).toBeUndefined()
+    expect(
+      read({
+        maxAge: 2.5,
+        idempotent: true,
+        answeredMemory: { size: 0, ttl: 30 },
+        deadLetters: { queue: 'flow:tg:dead', kinds: ['crash', 'expired'] },
+      }).delivery,
+    ).toStrictEqual({
+      maxAgeSeconds: 2.5,
+      idempotent: true,
+      answeredMemorySize: 0,
+      answeredMemoryTtlSeconds: 30,
+      deadLetterQueue: 'flow:tg:dead',
+      deadLetterKinds: ['crash', 'expired'],
+    })
+  })
+
+  it.each([
+    [{ maxAge: -1 }, 'functions.f.toolService.maxAge: must be >= 0'],
+    [{ idempotent: 'yes' }, 'functions.f.toolService.idempotent: must be boolean'],
+    [{ answeredMemory: { ttl: 0 } }, 'functions.f.toolService.answeredMemory.ttl: must be > 0'],
+    [{ answeredMemory: { sise: 3 } }, 'functions.f.toolService.answeredMemory: unknown field "sise"'],
+    [{ deadLetters: { kinds: ['config'] } }, 'functions.f.toolService.deadLetters.kinds[0]: must be one of'],
+    [
+      { deadLetters: { queue: 'response:tg:x' } },
+      'functions.f.toolService.deadLetters.queue: "response:tg:x" is not persistent',
+    ],
+  ])('refuse %o, naming the field', (extra, message) => {
+    expect(() => read(extra)).toThrow(message)
+  })
+})

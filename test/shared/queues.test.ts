@@ -1,0 +1,264 @@
+import { describe, expect, it } from 'vitest'
+import {
+  defaultQueues,
+  kafkaTopic,
+  logicalName,
+  parseQueueName,
+  pulsarTopic,
+  QueueNameError,
+  rabbitExchange,
+  rabbitQueue,
+  type QueueName,
+} from '../../shared/queues.ts'
+
+interface Row {
+  name: string
+  parsed: QueueName
+  pulsar: string
+  exchange: string
+  queue: { name: string; durable: boolean }
+  kafka: string
+  logical: string
+}
+
+/** docs/wire-contract.md#queue-names, one row per spelling; `svc` is the subscription name. */
+const ROWS: Row[] = [
+  {
+    name: 'request:tg:joke',
+    parsed: { cls: 'request', topicspace: 'tg', topic: 'joke', persistent: false },
+    pulsar: 'non-persistent://tg/request/joke',
+    exchange: 'tg.request.joke',
+    queue: { name: 'tg.request.joke.svc', durable: false },
+    kafka: 'tg.request.joke',
+    logical: 'request:tg:joke',
+  },
+  {
+    name: 'response:tg:joke',
+    parsed: { cls: 'response', topicspace: 'tg', topic: 'joke', persistent: false },
+    pulsar: 'non-persistent://tg/response/joke',
+    exchange: 'tg.response.joke',
+    queue: { name: 'tg.response.joke.svc', durable: false },
+    kafka: 'tg.response.joke',
+    logical: 'response:tg:joke',
+  },
+  {
+    name: 'flow:tg:x',
+    parsed: { cls: 'flow', topicspace: 'tg', topic: 'x', persistent: true },
+    pulsar: 'persistent://tg/flow/x',
+    exchange: 'tg.flow.x',
+    queue: { name: 'tg.flow.x.svc', durable: true },
+    kafka: 'tg.flow.x',
+    logical: 'flow:tg:x',
+  },
+  {
+    name: 'notify:tg:y',
+    parsed: { cls: 'notify', topicspace: 'tg', topic: 'y', persistent: false },
+    pulsar: 'non-persistent://tg/notify/y',
+    exchange: 'tg.notify.y',
+    queue: { name: 'tg.notify.y.svc', durable: false },
+    kafka: 'tg.notify.y',
+    logical: 'notify:tg:y',
+  },
+  {
+    name: 'non-persistent://tg/request/joke',
+    parsed: { cls: 'request', topicspace: 'tg', topic: 'joke', persistent: false },
+    pulsar: 'non-persistent://tg/request/joke',
+    exchange: 'tg.request.joke',
+    queue: { name: 'tg.request.joke.svc', durable: false },
+    kafka: 'tg.request.joke',
+    logical: 'request:tg:joke',
+  },
+  {
+    name: 'persistent://tg/flow/x',
+    parsed: { cls: 'flow', topicspace: 'tg', topic: 'x', persistent: true },
+    pulsar: 'persistent://tg/flow/x',
+    exchange: 'tg.flow.x',
+    queue: { name: 'tg.flow.x.svc', durable: true },
+    kafka: 'tg.flow.x',
+    logical: 'flow:tg:x',
+  },
+]
+
+const addresses = (name: string) => {
+  const q = parseQueueName(name)
+  return {
+    pulsar: pulsarTopic(q),
+    exchange: rabbitExchange(q),
+    queue: rabbitQueue(q, 'svc'),
+    kafka: kafkaTopic(q),
+    logical: logicalName(q),
+  }
+}
+
+describe('queue names', () => {
+  for (const row of ROWS) {
+    describe(row.name, () => {
+      it('parses to class, topicspace, topic and persistence', () => {
+        expect(parseQueueName(row.name)).toStrictEqual(row.parsed)
+      })
+
+      it(`becomes Pulsar topic ${row.pulsar}`, () => {
+        expect(pulsarTopic(parseQueueName(row.name))).toBe(row.pulsar)
+      })
+
+      it(`becomes RabbitMQ fanout exchange ${row.exchange}`, () => {
+        expect(rabbitExchange(parseQueueName(row.name))).toBe(row.exchange)
+      })
+
+      it(`becomes RabbitMQ queue ${row.queue.name} (durable: ${row.queue.durable})`, () => {
+        expect(rabbitQueue(parseQueueName(row.name), 'svc')).toStrictEqual(row.queue)
+      })
+
+      it(`becomes Kafka topic ${row.kafka}`, () => {
+        expect(kafkaTopic(parseQueueName(row.name))).toBe(row.kafka)
+      })
+
+      it(`has logical name ${row.logical}`, () => {
+        expect(logicalName(parseQueueName(row.name))).toBe(row.logical)
+      })
+    })
+  }
+
+  it('maps both spellings of the request queue to identical addresses on every backend', () => {
+    expect(addresses('non-persistent://tg/request/joke')).toStrictEqual(addresses('request:tg:joke'))
+  })
+
+  it('maps both spellings of the response queue to identical addresses on every backend', () => {
+    expect(addresses('non-persistent://tg/response/joke')).toStrictEqual(addresses('response:tg:joke'))
+  })
+
+  it('maps both spellings of a flow queue to identical addresses on every backend', () => {
+    expect(addresses('persistent://tg/flow/x')).toStrictEqual(addresses('flow:tg:x'))
+  })
+
+  it('round-trips a logical name through its Pulsar URI', () => {
+    for (const row of ROWS) {
+      expect(logicalName(parseQueueName(pulsarTopic(parseQueueName(row.name))))).toBe(row.logical)
+    }
+  })
+
+  it('names the RabbitMQ queue after the subscription', () => {
+    expect(rabbitQueue(parseQueueName('request:tg:joke'), 'joke-service')).toStrictEqual({
+      name: 'tg.request.joke.joke-service',
+      durable: false,
+    })
+  })
+
+  it('accepts dots, underscores and dashes in every part', () => {
+    expect(parseQueueName('request:my_space.v-1:joke_2.x-y')).toStrictEqual({
+      cls: 'request',
+      topicspace: 'my_space.v-1',
+      topic: 'joke_2.x-y',
+      persistent: false,
+    })
+  })
+})
+
+describe('defaultQueues', () => {
+  it('generates logical names by default', () => {
+    expect(defaultQueues('joke')).toStrictEqual({ request: 'request:tg:joke', response: 'response:tg:joke' })
+  })
+
+  it('generates logical names with style logical', () => {
+    expect(defaultQueues('joke', 'logical')).toStrictEqual({
+      request: 'request:tg:joke',
+      response: 'response:tg:joke',
+    })
+  })
+
+  it('generates non-persistent Pulsar URIs with style pulsar', () => {
+    expect(defaultQueues('joke', 'pulsar')).toStrictEqual({
+      request: 'non-persistent://tg/request/joke',
+      response: 'non-persistent://tg/response/joke',
+    })
+  })
+
+  it('generates names that parse back to the same addresses in both styles', () => {
+    const logical = defaultQueues('story')
+    const pulsar = defaultQueues('story', 'pulsar')
+    expect(addresses(pulsar.request)).toStrictEqual(addresses(logical.request))
+    expect(addresses(pulsar.response)).toStrictEqual(addresses(logical.response))
+  })
+})
+
+describe('bad queue names', () => {
+  const refuses = (name: string, message: string) => {
+    let thrown: unknown
+    try {
+      parseQueueName(name)
+    } catch (err) {
+      thrown = err
+    }
+    expect(thrown).toBeInstanceOf(QueueNameError)
+    expect((thrown as Error).name).toBe('QueueNameError')
+    expect((thrown as Error).message).toBe(message)
+  }
+
+  it('refuses a bare topic', () => {
+    refuses(
+      'joke',
+      'queue "joke" is neither a Pulsar URI (non-persistent://tg/request/joke) nor class:topicspace:topic (request:tg:joke)',
+    )
+  })
+
+  it('refuses an unknown class', () => {
+    refuses('bad:tg:joke', 'queue "bad:tg:joke": class "bad" must be one of flow, request, response, notify')
+  })
+
+  it('refuses a slash in the topic', () => {
+    refuses(
+      'request:tg:jo/ke',
+      'queue "request:tg:jo/ke": topic "jo/ke" may only contain letters, digits, ".", "_" and "-"',
+    )
+  })
+
+  it('refuses a name with only two parts', () => {
+    refuses(
+      'request:tg',
+      'queue "request:tg" is neither a Pulsar URI (non-persistent://tg/request/joke) nor class:topicspace:topic (request:tg:joke)',
+    )
+  })
+
+  it('refuses a name with four parts', () => {
+    refuses(
+      'request:tg:joke:x',
+      'queue "request:tg:joke:x" is neither a Pulsar URI (non-persistent://tg/request/joke) nor class:topicspace:topic (request:tg:joke)',
+    )
+  })
+
+  it('refuses an empty topicspace', () => {
+    refuses('request::joke', 'queue "request::joke": topicspace "" may only contain letters, digits, ".", "_" and "-"')
+  })
+
+  it('refuses a slash in the topic of a Pulsar URI', () => {
+    refuses(
+      'non-persistent://tg/request/jo/ke',
+      'queue "non-persistent://tg/request/jo/ke": topic "jo/ke" may only contain letters, digits, ".", "_" and "-"',
+    )
+  })
+
+  it('names the part of a Pulsar URI that is wrong: the tenant or the namespace', () => {
+    refuses(
+      'non-persistent://t g/request/joke',
+      'queue "non-persistent://t g/request/joke": tenant "t g" may only contain letters, digits, ".", "_" and "-"',
+    )
+    refuses(
+      'persistent://tg/re quest/joke',
+      'queue "persistent://tg/re quest/joke": namespace "re quest" may only contain letters, digits, ".", "_" and "-"',
+    )
+  })
+
+  it('refuses a Pulsar URI with anything before its scheme or after its topic', () => {
+    const neither = (name: string) =>
+      `queue "${name}" is neither a Pulsar URI (non-persistent://tg/request/joke) nor class:topicspace:topic (request:tg:joke)`
+    refuses('x-non-persistent://tg/request/joke', neither('x-non-persistent://tg/request/joke'))
+    refuses('non-persistent://tg/request/joke\nmore', neither('non-persistent://tg/request/joke\nmore'))
+  })
+
+  it('refuses a Pulsar URI without a topic', () => {
+    refuses(
+      'non-persistent://tg/request',
+      'queue "non-persistent://tg/request" is neither a Pulsar URI (non-persistent://tg/request/joke) nor class:topicspace:topic (request:tg:joke)',
+    )
+  })
+})
