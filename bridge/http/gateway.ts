@@ -1,5 +1,6 @@
 /**
- * HTTP access to the running bridge. A call goes through the broker like
+ * HTTP access to the running bridge (its endpoints: the route table in
+ * startGateway, matched by routes.ts). A call goes through the broker like
  * any agent's would: the gateway is one more request/response client.
  *
  *   GET  /tools              the tools, as TrustGraph `tool` descriptors
@@ -35,6 +36,7 @@ import { checkExposure, endpointGuards } from './exposure.ts'
 import { corsHeaders, createHostOriginCheck } from './host-origin.ts'
 import { NdjsonAnswer } from './ndjson-answer.ts'
 import { HttpError, sendJson } from './responses.ts'
+import { type Access, answersMethod, findRoute, type PlainRoute, READ_METHODS, type Route } from './routes.ts'
 import { bounded } from '../support/bounded-text.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
 import type { Metrics } from '../support/metrics.ts'
@@ -109,6 +111,9 @@ function callError(err: unknown): { type: string; message: string } {
   return { type: err instanceof ToolCallTimeoutError ? 'timeout' : 'unavailable', message: bounded(messageOf(err)) }
 }
 
+/** POST /tools/<tool-name>: the name as sent, percent-escapes and all. */
+const TOOL_PATH = /^\/tools\/([^/]+)$/
+
 const abandonedError = () =>
   new ToolbridgeError('unavailable', 'toolbridge stopped before this call was answered: try again', { retriable: true })
 
@@ -157,11 +162,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   let draining = false
 
   async function callTool(
-    name: string,
+    escapedName: string,
     req: IncomingMessage,
     res: ServerResponse,
     gone: AbortController,
   ): Promise<void> {
+    let name: string
+    try {
+      name = decodeURIComponent(escapedName)
+    } catch {
+      throw new HttpError(400, `malformed percent-escape in the tool name "${bounded(escapedName, 200)}"`)
+    }
     if (!tools.has(name)) throw new HttpError(404, `unknown tool "${bounded(name, 200)}"; GET /tools lists them`)
     requireJson(req)
     const body = await readJsonBody(req, transport.maxMessageBytes, {})
@@ -211,12 +222,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   /**
-   * Host, Origin and the token of /tools (or /mcp) checked, CORS headers set; throws the refusal.
-   * True when it has answered the request itself (a CORS preflight).
+   * What a route's access asks, checked: for `page` the Host and Origin; for /tools and /mcp also
+   * their token, with CORS headers set. Throws the refusal; true when it has answered the request
+   * itself (a CORS preflight).
    */
-  async function guard(path: '/tools' | '/mcp', req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  async function guard(access: Access, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    if (access === 'open') return false
     const refusal = hostOrigin(req)
     if (refusal) throw new HttpError(refusal.status, refusal.message)
+    if (access === 'page') return false
+    const path = access
     // Set before anything answers: every answer to an allowed page carries them, refusals included.
     for (const [name, value] of Object.entries(corsHeaders(req.method, req.headers.origin))) res.setHeader(name, value)
     // A preflight carries no token: it asks what the page may send, and runs nothing.
@@ -254,23 +269,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     return false
   }
 
-  /** The endpoints that run tools: Host, Origin and token checked, then one slot of the cap per call. */
+  /** A route that runs tools: refused while draining, else one slot of the cap for the call. */
   async function runTools(
-    path: '/tools' | '/mcp',
-    tool: string | undefined,
+    route: Route & { runsTools: true },
     req: IncomingMessage,
     res: ServerResponse,
+    params: readonly string[],
   ): Promise<void> {
-    if (await guard(path, req, res)) return
-    if (tool === undefined && path === '/tools') {
-      if (req.method !== 'GET') throw new HttpError(405, `no route for ${req.method} ${path}`)
-      return sendJson(res, 200, { tools: [...tools.values()].map(({ spec, tool }) => toolDescriptor(spec, tool)) })
-    }
-    if (path === '/tools' && req.method !== 'POST')
-      throw new HttpError(405, `no route for ${req.method} /tools/${tool}`)
     if (draining) {
       const message = 'toolbridge is shutting down: try again shortly (another replica may answer)'
-      if (path === '/mcp') return (await loadMcp()).jsonRpcError(res, 503, message, RETRY_LATER)
+      if (route.jsonRpc) return (await loadMcp()).jsonRpcError(res, 503, message, RETRY_LATER)
       return sendJson(res, 503, { error: { type: 'unavailable', message } }, RETRY_LATER)
     }
     const release = cap.enter()
@@ -280,64 +288,97 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       release()
       if (!res.writableFinished) gone.abort()
     })
-    const call = tool === undefined ? mcp(req, res) : callTool(tool, req, res, gone)
+    const call = route.handle(req, res, params, gone)
     const tracked = call.catch(() => {}).finally(release)
     active.add(tracked)
     void tracked.then(() => active.delete(tracked))
     return call
   }
 
-  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? '/', 'http://gateway').pathname
-    const readOnly = req.method === 'GET' || req.method === 'HEAD'
-    if (path === '/healthz' && readOnly) return sendJson(res, 200, { status: 'ok' })
-    if (path === '/readyz' && readOnly) {
+  const open = (path: string, handle: PlainRoute['handle']): Route => ({
+    path,
+    methods: READ_METHODS,
+    access: 'open',
+    handle,
+  })
+  /** Every endpoint; the first whose path matches answers. */
+  const routes: Route[] = [
+    open('/healthz', (_req, res) => sendJson(res, 200, { status: 'ok' })),
+    open('/readyz', (_req, res) => {
       const ready = options.ready?.() ?? true
-      return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' })
+      sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' })
+    }),
+    ...(options.metrics
+      ? [
+          open('/metrics', async (_req, res) => {
+            const { contentType, body } = await options.metrics!.render()
+            res.writeHead(200, { 'content-type': contentType }).end(body)
+          }),
+        ]
+      : []),
+    // Public, and read by browser-based clients before they have a token.
+    ...[...metadataPaths].map((path) =>
+      open(path, (_req, res) =>
+        sendJson(res, 200, oauth!.protectedResourceMetadata(oauth!.settings), { 'access-control-allow-origin': '*' }),
+      ),
+    ),
+    {
+      path: '/tools',
+      methods: ['GET'],
+      access: '/tools',
+      handle: (_req, res) =>
+        sendJson(res, 200, { tools: [...tools.values()].map(({ spec, tool }) => toolDescriptor(spec, tool)) }),
+    },
+    { path: '/mcp', access: '/mcp', runsTools: true, jsonRpc: true, handle: (req, res) => mcp(req, res) },
+    {
+      path: (path) => TOOL_PATH.exec(path)?.slice(1),
+      methods: ['POST'],
+      access: '/tools',
+      runsTools: true,
+      handle: (req, res, [tool], gone) => callTool(tool!, req, res, gone),
+    },
+    ...(options.console ? consoleRoutes(options.console) : []),
+  ]
+
+  /** The web console: its page holds no data, so only its Host is checked; what it shows comes from the guarded API. */
+  function consoleRoutes(feed: ConsoleFeed): Route[] {
+    return [
+      {
+        path: (path) => (isConsoleAsset(path) ? [path] : undefined),
+        methods: READ_METHODS,
+        access: 'page',
+        handle: (_req, res, [path]) => serveConsoleAsset(path!, res),
+      },
+      {
+        path: (path) => (isConsoleApi(path) ? [path] : undefined),
+        access: '/tools',
+        handle: (req, res, [path]) => serveConsoleApi(path!, req, res, { feed, services }),
+      },
+    ]
+  }
+
+  async function answer(req: IncomingMessage, res: ServerResponse, found: ReturnType<typeof findRoute>, path: string) {
+    if (found === undefined) throw new HttpError(404, `no route for ${req.method} ${bounded(path, 200)}`)
+    const { route, params } = found
+    if (await guard(route.access, req, res)) return
+    if (!answersMethod(route, req.method)) {
+      throw new HttpError(405, `no route for ${req.method} ${bounded(path, 200)}`, {
+        allow: route.methods?.join(', ') ?? '',
+      })
     }
-    if (path === '/metrics' && readOnly && options.metrics) {
-      const { contentType, body } = await options.metrics.render()
-      res.writeHead(200, { 'content-type': contentType }).end(body)
-      return
-    }
-    if (metadataPaths.has(path) && readOnly && oauth) {
-      // Public, and read by browser-based clients before they have a token.
-      return sendJson(res, 200, oauth.protectedResourceMetadata(oauth.settings), { 'access-control-allow-origin': '*' })
-    }
-    if (path === '/tools' || path === '/mcp') return runTools(path, undefined, req, res)
-    if (options.console) {
-      // The page holds no data: only its Host is checked. What it shows comes from the guarded API.
-      if (readOnly && isConsoleAsset(path)) {
-        const refusal = hostOrigin(req)
-        if (refusal) throw new HttpError(refusal.status, refusal.message)
-        serveConsoleAsset(path, res)
-        return
-      }
-      if (isConsoleApi(path)) {
-        if (await guard('/tools', req, res)) return
-        return serveConsoleApi(path, req, res, { feed: options.console, services })
-      }
-    }
-    const match = /^\/tools\/([^/]+)$/.exec(path)
-    if (match) {
-      let tool: string
-      try {
-        tool = decodeURIComponent(match[1]!)
-      } catch {
-        throw new HttpError(400, `malformed percent-escape in the tool name "${bounded(match[1]!, 200)}"`)
-      }
-      return runTools('/tools', tool, req, res)
-    }
-    throw new HttpError(404, `no route for ${req.method} ${bounded(path, 200)}`)
+    if (route.runsTools) return runTools(route, req, res, params)
+    return route.handle(req, res, params)
   }
 
   const server: Server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS }, (req, res) => {
-    route(req, res).catch(async (err: unknown) => {
+    const path = new URL(req.url ?? '/', 'http://gateway').pathname
+    const found = findRoute(routes, path)
+    answer(req, res, found, path).catch(async (err: unknown) => {
       if (res.headersSent) return void res.end()
       const status = err instanceof HttpError ? err.status : 500
       const headers = err instanceof HttpError ? err.headers : {}
       const message = bounded(messageOf(err))
-      if (req.url?.split('?')[0] === '/mcp') return (await loadMcp()).jsonRpcError(res, status, message, headers)
+      if (found?.route.jsonRpc) return (await loadMcp()).jsonRpcError(res, status, message, headers)
       sendJson(res, status, { error: { type: 'http', message } }, headers)
     })
   })
