@@ -1,20 +1,18 @@
 /**
- * The bridge: for every tool service, consume its request queue, decode,
- * check, invoke, publish the answer, ack. One bad request never stops the
- * loop: it ends as an error response like any other outcome.
+ * The bridge: for every tool service, consume its request queue and hand
+ * each delivery to the request steps (request-steps.ts: decode, check,
+ * invoke, publish the answer, ack). One bad request never stops the loop:
+ * it ends as an error response like any other outcome. Here: what outlives
+ * a request (subscriptions, the requests in flight, readiness, the drain).
  */
-import { cancellationOf } from '../support/cancellations.ts'
 import type { ToolServiceSpec } from '../project/tool-services.ts'
-import { isToolbridgeError, messageOf, type ErrorKind, type Refusal } from '../../shared/errors.ts'
-import { decodeRequest, ID_PROPERTY, UNKNOWN_ID } from '../../shared/protocol.ts'
-import { compileEventShape, type EventMapping } from './event-shapes.ts'
-import type { Invoker, Outcome } from '../invokers/invoker.ts'
+import { compileEventShape } from './event-shapes.ts'
+import type { Invoker } from '../invokers/invoker.ts'
 import { LinkedList } from '../support/linked-list.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
-import { compileRequestCheck, compileToolIdentifier, type RequestCheck } from './request-checks.ts'
-import { noMetrics, type BridgeMetrics, type ServiceMetrics } from '../support/metrics.ts'
-import { createResponder, type Publish } from './responders.ts'
-import type { RequestTrace, Tracing } from '../tracing/tracing.ts'
+import { compileRequestCheck, compileToolIdentifier } from './request-checks.ts'
+import { noMetrics, type BridgeMetrics } from '../support/metrics.ts'
+import type { Tracing } from '../tracing/tracing.ts'
 import type { Consumer, Delivery, Transport } from '../transports/transport.ts'
 import {
   DEFAULT_ANSWERED_MEMORY_SIZE,
@@ -22,7 +20,17 @@ import {
   DEFAULT_MAX_AGE_SECONDS,
   type DeliveryDefaults,
 } from '../project/settings.ts'
-import { createDeliveryGuard, DEAD_LETTER_SUBSCRIPTION, type DeliveryGuard, type Ticket } from './delivery-guard.ts'
+import { createDeliveryGuard, DEAD_LETTER_SUBSCRIPTION } from './delivery-guard.ts'
+import {
+  type AnsweredRequest,
+  handleRequest,
+  type Pipeline,
+  requestSubscription,
+  type Served,
+  type Settle,
+} from './request-steps.ts'
+
+export { type AnsweredRequest, requestSubscription }
 
 export interface BridgeOptions {
   transport: Transport
@@ -47,25 +55,6 @@ export interface BridgeOptions {
   loseAckAfterAnswer?: (id: string) => boolean
   /** Told of each request answered (the web console's log and the timing of its own calls). */
   onAnswered?: ((request: AnsweredRequest) => void) | undefined
-}
-
-/** One request answered, as the bridge saw it. */
-export interface AnsweredRequest {
-  service: string
-  /** '' when the request's tool could not be told. */
-  tool: string
-  /** The request's correlation id (its `id` property). */
-  id: string
-  /** The kind of the error answered; undefined for an answer. */
-  errorKind: ErrorKind | undefined
-  /** Waiting since the broker took it (its timestamp), until the bridge did; undefined without a believable timestamp. */
-  queueMs: number | undefined
-  /** The function's run; undefined when the request was refused without invoking. */
-  invokeMs: number | undefined
-  /** From taking the request to its answer published: the request duration of /metrics. */
-  totalMs: number
-  /** Bytes of the answer's messages as published (with their JSON envelopes). */
-  answerBytes: number
 }
 
 /** maxAge of TrustGraph's client timeout, the answered-once memory on, no dead-letter queue (bridge/project/settings.ts). */
@@ -94,260 +83,45 @@ export interface Bridge {
 
 export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000
 
-/** The competing-consumer subscription TrustGraph uses for a tool service. */
-export const requestSubscription = (serviceId: string) => `${serviceId}-request`
-
-interface Served {
-  spec: ToolServiceSpec
-  check: RequestCheck
-  shape: EventMapping
-  /** The tool a request's config values point to, '' if none or several. */
-  toolOf: (config: Record<string, unknown>) => string
-  metrics: ServiceMetrics
-  guard: DeliveryGuard
-}
-
 export function createBridge(options: BridgeOptions): Bridge {
   const { transport, invoker, services } = options
   const logger = options.logger ?? silentLogger
   const drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS
-  const maxRequestBytes = options.maxRequestBytes ?? transport.maxMessageBytes
   const metrics = options.metrics ?? noMetrics
-  const scrub = options.scrubErrorMessage
-  const tracing = options.tracing
-  const onAnswered = options.onAnswered
+  const pipeline: Pipeline = {
+    transport,
+    invoker,
+    logger,
+    maxRequestBytes: options.maxRequestBytes ?? transport.maxMessageBytes,
+    scrub: options.scrubErrorMessage,
+    tracing: options.tracing,
+    onAnswered: options.onAnswered,
+    loseAckAfterAnswer: options.loseAckAfterAnswer,
+    unloadable: new Set(),
+  }
   let serving = false
-  /** Services whose function could not load at start and has not answered since. */
-  const unloadable = new Set<string>()
   const consumers: Consumer[] = []
   /** Deliveries being worked on, and a way to give each back if the drain runs out. */
   const inFlight = new LinkedList<() => void>()
   let requestsTaken = 0
   let drained: (() => void) | undefined
 
-  /** What is known of a request before invoking: its tool (a label in logs and metrics), and either the event or why it is refused. */
-  type Taken =
-    | { tool: string; refused: Outcome; event?: undefined }
-    | { tool: string; refused?: undefined; event: unknown }
-
-  /**
-   * An exception while handling a request (a bug, or input that defeats a
-   * check) becomes an error answer. Were it left to escape, the request would
-   * be handed back and redelivered forever.
-   */
-  function unexpected(served: Served, err: unknown): Outcome {
-    logger.error({ service: served.spec.id, err: messageOf(err) }, 'unexpected error while handling a request')
-    return { ok: false, kind: 'crash', message: `the bridge could not handle this request: ${messageOf(err)}` }
-  }
-
-  /** Everything about a request that needs no waiting: age, size, decoding, checks, the event. */
-  function take(served: Served, delivery: Delivery, ticket: Ticket): Taken {
-    try {
-      if (ticket.expired) return { tool: '', refused: ticket.expired }
-      if (delivery.body.byteLength > maxRequestBytes) {
-        const message = `request of ${delivery.body.byteLength} bytes is over the limit of ${maxRequestBytes}`
-        return { tool: '', refused: { ok: false, kind: 'too-large', message } }
-      }
-      const decoded = decodeRequest(delivery.body)
-      if (!decoded.ok) return { tool: '', refused: { ok: false, kind: 'bad-request', message: decoded.message } }
-      const tool = served.toolOf(decoded.value.config)
-      const checked = served.check(decoded.value)
-      if (!checked.ok) return { tool, refused: checked }
-      const event = served.shape.event(checked.request)
-      return event.ok ? { tool, event: event.event } : { tool, refused: event }
-    } catch (err) {
-      return { tool: '', refused: unexpected(served, err) }
-    }
-  }
-
-  async function invoke(
-    served: Served,
-    event: unknown,
-    onChunk: (text: string) => void,
-    signal: AbortSignal | undefined,
-    trace: RequestTrace | undefined,
-  ): Promise<Outcome> {
-    const invocation = { target: served.spec, event, onChunk, signal }
-    try {
-      const outcome = await (trace === undefined
-        ? invoker.invoke(invocation)
-        : trace.invoke(served.spec, (context) =>
-            invoker.invoke({
-              ...invocation,
-              event: served.shape.withTraceHeaders?.(event, context.headers) ?? event,
-              trace: context,
-            }),
-          ))
-      return served.shape.answer(outcome)
-    } catch (err) {
-      return unexpected(served, err)
-    }
-  }
-
-  async function handle(served: Served, delivery: Delivery): Promise<void> {
-    const { spec, metrics } = served
-    const started = performance.now()
-    const id = delivery.properties[ID_PROPERTY] || UNKNOWN_ID
+  /** A delivery counted in flight until it is acked or nacked (once), then handled by the request steps. */
+  function take(served: Served, delivery: Delivery): void {
     let settled = false
-    const settle = (how: 'ack' | 'nack') => {
+    const settle: Settle = (how) => {
       if (settled) return
       settled = true
       inFlight.remove(entry)
-      metrics.inFlight(-1)
+      served.metrics.inFlight(-1)
       if (how === 'ack') delivery.ack()
       else delivery.nack()
       if (inFlight.size === 0) drained?.()
     }
     const entry = inFlight.push(() => settle('nack'))
     requestsTaken++
-    // The caller may cancel (a client in this process: support/cancellations.ts); the function is told.
-    const cancellation = cancellationOf(id === UNKNOWN_ID ? undefined : id)
-    metrics.inFlight(1)
-    const ticket = served.guard.ticket(delivery)
-    if (ticket.distrusted) logger.warn({ service: spec.id, id }, `${ticket.distrusted}: its age counts from now`)
-    if (ticket.remembered) return answerAgain(served, delivery, ticket.remembered, settle)
-    const trace = tracing?.request({
-      system: transport.kind,
-      queue: spec.requestQueue,
-      subscription: requestSubscription(spec.id),
-      id,
-      properties: delivery.properties,
-      bodyBytes: delivery.body.byteLength,
-    })
-    const taken = take(served, delivery, ticket)
-    metrics.received(taken.tool, delivery.redelivered)
-    const properties = { [ID_PROPERTY]: id }
-    let answerBytes = 0
-    const publish: Publish = (body, last) => {
-      ticket.record(body)
-      answerBytes += body.byteLength
-      if (trace === undefined) return transport.publish(spec.responseQueue, body, properties)
-      return trace.send(spec.responseQueue, properties, last, (traced) =>
-        transport.publish(spec.responseQueue, body, traced),
-      )
-    }
-    const responder = createResponder(spec.response, publish, transport.maxMessageBytes)
-    try {
-      // Once given back (drain timeout), another consumer answers it: publish nothing more.
-      const onChunk = (text: string) => {
-        if (settled) return
-        responder.chunk(text)
-        metrics.chunkPublished()
-      }
-      // The clock is read for a watcher only: without one, a request costs what it did.
-      const invoking = onAnswered ? performance.now() : 0
-      const outcome = taken.refused ?? (await invoke(served, taken.event, onChunk, cancellation.signal, trace))
-      const invoked = onAnswered ? performance.now() : 0
-      cancellation.release()
-      if (outcome.ok) unloadable.delete(spec.id)
-      if (settled) {
-        trace?.unanswered(taken.tool, 'given back to the broker when the drain timed out')
-        return
-      }
-      if (!outcome.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: outcome.kind }, outcome.message)
-      const sent = await responder.finish(
-        outcome.ok || !scrub ? outcome : { ...outcome, message: scrub(outcome.message) },
-      )
-      // A `single` answer too large for one message went out as an error.
-      if (outcome.ok && !sent.ok) logger.warn({ service: spec.id, tool: taken.tool, id, kind: sent.kind }, sent.message)
-      const totalMs = performance.now() - started
-      const errorKind = sent.ok ? undefined : sent.kind
-      metrics.answered(taken.tool, errorKind, totalMs / 1000)
-      if (onAnswered) {
-        const invokeMs = taken.refused ? undefined : invoked - invoking
-        // Whoever watches must not turn an answered request into one handed back.
-        try {
-          onAnswered({
-            service: spec.id,
-            tool: taken.tool,
-            id,
-            errorKind,
-            queueMs: ticket.queuedMs,
-            invokeMs,
-            totalMs,
-            answerBytes,
-          })
-        } catch (err) {
-          logger.warn({ service: spec.id, id, err: messageOf(err) }, 'the watcher of answered requests failed')
-        }
-      }
-      trace?.answered(taken.tool, sent)
-      ticket.remember()
-      if (!sent.ok) {
-        // Without an id nobody can read the answer: such a request is kept for a person like one never answered.
-        const unanswerable = !delivery.properties[ID_PROPERTY]
-        if (unanswerable || ticket.keeps(sent.kind)) {
-          if (!(await keepDeadLetter(served, ticket, sent, unanswerable))) return settle('nack')
-        }
-      }
-      settle(options.loseAckAfterAnswer?.(id) ? 'nack' : 'ack')
-    } catch (err) {
-      trace?.unanswered(taken.tool, messageOf(err))
-      if (isToolbridgeError(err) && !err.retriable) {
-        // It would fail the same way on every redelivery: keep it as a dead letter (or drop it) rather than loop.
-        const reason = { kind: err.kind, message: `its answer could not be published: ${err.message}` }
-        settle((await keepDeadLetter(served, ticket, reason, true)) ? 'ack' : 'nack')
-      } else {
-        // Give the request back so it can be answered; never ack and lose it.
-        logger.error(
-          { service: spec.id, tool: taken.tool, id, err: messageOf(err) },
-          'could not publish the response; request returned to the queue',
-        )
-        settle('nack')
-      }
-    }
-  }
-
-  /** A request answered before: the same messages again, in order, without invoking. */
-  async function answerAgain(
-    served: Served,
-    delivery: Delivery,
-    messages: readonly Uint8Array[],
-    settle: (how: 'ack' | 'nack') => void,
-  ): Promise<void> {
-    const { spec, metrics } = served
-    const properties = { [ID_PROPERTY]: delivery.properties[ID_PROPERTY]! }
-    metrics.received('', delivery.redelivered)
-    try {
-      for (const body of messages) await transport.publish(spec.responseQueue, body, properties)
-      metrics.replayed()
-      logger.info({ service: spec.id, id: properties[ID_PROPERTY] }, 'answered again from memory, not invoked')
-      settle('ack')
-    } catch (err) {
-      logger.error({ service: spec.id, err: messageOf(err) }, 'could not publish a remembered answer; request returned')
-      settle('nack')
-    }
-  }
-
-  /**
-   * Writes a request to its service's dead-letter queue. Resolves false only
-   * when a request that cannot be answered (`mustKeep`) could not be kept: it
-   * must then go back to the broker, never be dropped silently.
-   */
-  async function keepDeadLetter(
-    served: Served,
-    ticket: Ticket,
-    reason: { kind: Refusal['kind']; message: string },
-    mustKeep: boolean,
-  ): Promise<boolean> {
-    const { spec, metrics } = served
-    const fields = { service: spec.id, kind: reason.kind, queue: served.guard.deadLetterQueue }
-    try {
-      if (await ticket.deadLetter(reason)) {
-        metrics.deadLettered(reason.kind)
-        logger.warn(fields, `request kept in the dead-letter queue: ${reason.message}`)
-      } else if (mustKeep) {
-        logger.error(fields, `request dropped (no dead-letter queue): ${reason.message}`)
-      }
-      return true
-    } catch (err) {
-      if (!mustKeep) {
-        logger.warn({ ...fields, err: messageOf(err) }, 'could not copy an error answer to the dead-letter queue')
-        return true
-      }
-      logger.error({ ...fields, err: messageOf(err) }, 'could not write the dead letter; request returned to the queue')
-      return false
-    }
+    served.metrics.inFlight(1)
+    void handleRequest(pipeline, served, delivery, settle, () => settled)
   }
 
   /**
@@ -376,7 +150,7 @@ export function createBridge(options: BridgeOptions): Bridge {
     },
 
     get ready() {
-      return serving && unloadable.size === 0 && (transport.ready ?? true)
+      return serving && pipeline.unloadable.size === 0 && (transport.ready ?? true)
     },
 
     async start() {
@@ -385,7 +159,7 @@ export function createBridge(options: BridgeOptions): Bridge {
         services.map(async (spec) => {
           const loadError = await invoker.prepare(spec)
           if (!loadError) return
-          unloadable.add(spec.id)
+          pipeline.unloadable.add(spec.id)
           logger.error({ service: spec.id, fn: spec.functionName }, `function cannot load: ${loadError}`)
         }),
       )
@@ -406,7 +180,7 @@ export function createBridge(options: BridgeOptions): Bridge {
         const consumer = await transport.consume(
           spec.requestQueue,
           { subscription: requestSubscription(spec.id), concurrency: spec.concurrency },
-          (delivery) => void handle(served, delivery),
+          (delivery) => take(served, delivery),
         )
         consumers.push(consumer)
       }
