@@ -10,7 +10,8 @@
  */
 import { readFileSync } from 'node:fs'
 import { attachWithRetry, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.ts'
-import { Connection, type Authentication, type ConnectionLogger, type TlsSettings } from './connection.ts'
+import type { ClientContext, ClientLogger, ClientResource } from './client-context.ts'
+import { Connection, type Authentication, type TlsSettings } from './connection.ts'
 import { Consumer, type ConsumerOptions } from './consumer.ts'
 import { PulsarError, PulsarServerError } from './errors.ts'
 import { Producer, type ProducerOptions } from './producer.ts'
@@ -40,26 +41,8 @@ export interface ClientOptions {
   onResubscribed?: () => void
 }
 
-export interface ClientLogger extends ConnectionLogger {
-  info(message: string, fields?: Record<string, unknown>): void
-  error(message: string, fields?: Record<string, unknown>): void
-}
-
 const silent: ClientLogger = { debug() {}, info() {}, warn() {}, error() {} }
 const MAX_REDIRECTS = 20
-
-/** What producers and consumers need from the client. */
-export interface ClientContext {
-  readonly logger: ClientLogger
-  readonly operationTimeoutMs: number
-  readonly backoff: BackoffOptions
-  readonly closed: boolean
-  /** A consumer resubscribed after losing its connection. */
-  resubscribed(): void
-  /** A live connection to the broker that owns `topic`. */
-  connectionFor(topic: string): Promise<Connection>
-  forget(resource: Producer | Consumer): void
-}
 
 export class PulsarClient implements ClientContext {
   readonly serviceUrl: string
@@ -75,7 +58,7 @@ export class PulsarClient implements ClientContext {
   private readonly onResubscribed: (() => void) | undefined
   private readonly keepAliveMs: number
   private readonly pool = new Map<string, Promise<Connection>>()
-  private readonly resources = new Set<Producer | Consumer>()
+  private readonly resources = new Set<ClientResource>()
   private readonly checkedTopics = new Set<string>()
   private nextProducerId = 1
   private nextConsumerId = 1
@@ -156,7 +139,7 @@ export class PulsarClient implements ClientContext {
     for (const c of connections) if (c.status === 'fulfilled') c.value.close()
   }
 
-  forget(resource: Producer | Consumer): void {
+  forget(resource: ClientResource): void {
     this.resources.delete(resource)
   }
 

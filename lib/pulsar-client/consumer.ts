@@ -22,7 +22,7 @@
  */
 import { attachWithRetry } from './backoff.ts'
 import { unpackBatch } from './batch.ts'
-import type { ClientContext } from './client.ts'
+import type { ClientContext } from './client-context.ts'
 import { decompress } from './compression.ts'
 import type { Connection, ConsumerListener } from './connection.ts'
 import { PulsarError } from './errors.ts'

@@ -5,7 +5,8 @@
  * compressed messages from other clients, reconnection with backoff.
  * Independent of toolbridge: nothing here imports from outside this folder.
  */
-export { PulsarClient, type ClientOptions, type ClientLogger } from './client.ts'
+export { PulsarClient, type ClientOptions } from './client.ts'
+export type { ClientLogger } from './client-context.ts'
 export { Producer, type ProducerOptions, type SendOptions, type MessageId } from './producer.ts'
 export { Consumer, type ConsumerOptions, type Message, type SubscriptionType } from './consumer.ts'
 export { PulsarError, PulsarServerError, isPulsarError, SERVER_ERRORS, CLIENT_ERROR_CODES } from './errors.ts'

@@ -6,7 +6,7 @@
  * each fails after `sendTimeoutMs` without a receipt.
  */
 import { attachWithRetry } from './backoff.ts'
-import type { ClientContext } from './client.ts'
+import type { ClientContext } from './client-context.ts'
 import type { Connection, ProducerListener } from './connection.ts'
 import { PulsarError, PulsarServerError } from './errors.ts'
 import { payloadFrame } from './frame.ts'
