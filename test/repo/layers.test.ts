@@ -6,7 +6,8 @@
  * A file may import from its own folder and from any folder of a lower
  * layer; folders on the same layer do not import each other. `shared/` and
  * `lib/` import nothing of the project beyond themselves; the example
- * functions and the serverless plugin import only `shared/`.
+ * functions and the serverless plugin import only `shared/`. And no files
+ * import each other in a loop, type-only imports included.
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, normalize, relative } from 'node:path'
@@ -84,6 +85,38 @@ function violation(from: string, to: string): string | undefined {
   return toLayer === fromLayer ? `${fromPlace} and ${toPlace} are on one layer` : `${toPlace} is above ${fromPlace}`
 }
 
+/** Each group of files that import each other in a loop (Tarjan's strongly connected components), sorted. */
+function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: string[] = []
+  const onStack = new Set<string>()
+  const cycles: string[][] = []
+  const visit = (file: string) => {
+    index.set(file, index.size)
+    low.set(file, index.get(file)!)
+    stack.push(file)
+    onStack.add(file)
+    for (const target of graph.get(file) ?? []) {
+      if (!index.has(target)) {
+        visit(target)
+        low.set(file, Math.min(low.get(file)!, low.get(target)!))
+      } else if (onStack.has(target)) low.set(file, Math.min(low.get(file)!, index.get(target)!))
+    }
+    if (low.get(file) !== index.get(file)) return
+    const group: string[] = []
+    let member: string
+    do {
+      member = stack.pop()!
+      onStack.delete(member)
+      group.push(member)
+    } while (member !== file)
+    if (group.length > 1 || graph.get(file)?.includes(file)) cycles.push(group.sort())
+  }
+  for (const file of graph.keys()) if (!index.has(file)) visit(file)
+  return cycles
+}
+
 describe('the dependency rule', () => {
   const files = ['shared', 'lib', 'bridge', 'functions', 'serverless-plugin'].flatMap(sourceFiles)
 
@@ -101,6 +134,25 @@ describe('the dependency rule', () => {
       }),
     )
     expect(broken).toEqual([])
+  })
+
+  it('has no import cycle', () => {
+    const graph = new Map(
+      files.map((file) => [file, relativeImports(file, readFileSync(join(ROOT, file), 'utf8'))] as const),
+    )
+    expect(importCycles(graph)).toEqual([])
+  })
+
+  it('finds a cycle however long, and only cycles', () => {
+    const graph = new Map([
+      ['a', ['b']],
+      ['b', ['c']],
+      ['c', ['a', 'd']],
+      ['d', []],
+      ['e', ['e']],
+      ['f', ['d']],
+    ])
+    expect(importCycles(graph)).toEqual([['a', 'b', 'c'], ['e']])
   })
 
   it('refuses the imports the rule forbids', () => {
