@@ -1,5 +1,5 @@
 /**
- * The README's pictures of the web console (docs/console*.png), taken the
+ * The web console's pictures in docs/dev-loop.md (docs/console*.png), taken the
  * way the browser tests drive it: `toolbridge dev` in this process, Debian's
  * Chromium through playwright-core. Run: node scripts/console-screenshots.ts
  *

@@ -1,5 +1,5 @@
 /**
- * The picture in the README's Tracing section: one streamed call of the
+ * The picture in docs/tracing.md: one streamed call of the
  * example tell-story tool, traced into a running Jaeger (scripts/jaeger.sh
  * start), read back from Jaeger's query API and drawn as a timeline, which
  * headless Chromium photographs. Drawn here because Jaeger built from its Go

@@ -8,7 +8,7 @@
  * duplicate id with a different body is a different request and runs. A
  * request without an id is never remembered (nobody could match the answer).
  * The memory is this process's: a redelivery to another replica, or after a
- * restart, runs again (README, "Delivery guarantees").
+ * restart, runs again (docs/delivery.md).
  */
 import { createHash } from 'node:crypto'
 import { BoundedMemory, type BoundedMemoryLimits } from '../support/bounded-memory.ts'

@@ -1,9 +1,9 @@
 /**
  * Every relative link in README.md and the Markdown pages under docs/ (its
- * subfolders too) leads somewhere: to a file or folder of the repository, and, with a `#fragment` into a Markdown
- * page, to one of its headings (named as GitHub names heading anchors). And
- * every page of docs/ can be reached from the README by following links, so
- * none is written and then lost.
+ * subfolders too) leads somewhere: to a file or folder of the repository,
+ * and, with a `#fragment` into a Markdown page, to one of its headings (named
+ * as GitHub names heading anchors). And every page of docs/ can be reached
+ * from the README by following links, so none is written and then lost.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -83,6 +83,7 @@ describe('links in the documentation', () => {
       }
     }
     expect(pages.filter((page) => !reached.has(page))).toStrictEqual([])
+    expect(linkedPages('README.md')).toContain('docs/README.md')
   })
 
   it('names heading anchors as GitHub does', () => {

@@ -186,7 +186,7 @@ function writeShop(folder: string): void {
   for (const [file, text] of Object.entries(files)) writeFileSync(join(folder, file), text)
 }
 
-/** What the README's "Use it in your project" adds to it: the plugin line and a toolService: block. */
+/** What docs/writing-tools.md's "Use it in your project" adds to it: the plugin line and a toolService: block. */
 const SHOP_TOOL_SERVICE = [
   'plugins:',
   '  - toolbridge/serverless',

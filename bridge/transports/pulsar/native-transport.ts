@@ -2,7 +2,7 @@
  * Pulsar through the official native client, `pulsar-client` (a Node addon
  * over libpulsar), for `--pulsar-client native`. It is an optional
  * dependency, imported only when this transport connects: its install needs
- * a prebuilt binary that is not on every platform (see README). When it
+ * a prebuilt binary that is not on every platform (see docs/pulsar.md). When it
  * cannot be loaded, connect() fails with one line that says why.
  *
  * Laid out like the built-in transport (pulsar-transport.ts): Shared subscriptions for
