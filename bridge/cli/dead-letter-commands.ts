@@ -6,6 +6,7 @@
 import type { Command } from 'commander'
 import { UsageError } from '../../shared/errors.ts'
 import { resolveSettings, type SettingFlags } from '../project/settings.ts'
+import { example } from './examples.ts'
 import { addBrokerOptions } from './options.ts'
 
 interface DeadLetterFlags extends SettingFlags {
@@ -54,7 +55,12 @@ async function connect(flags: DeadLetterFlags) {
 }
 
 export function addDeadLetterCommands(program: Command, configFile: () => string): void {
-  const group = program.command('dead-letters').description('read and replay the requests kept in a dead-letter queue')
+  const listExample =
+    'toolbridge dead-letters list --broker kafka://127.0.0.1:9092 --queue flow:tg:booking-dead-letters'
+  const group = program
+    .command('dead-letters')
+    .description('read and replay the requests kept in a dead-letter queue')
+    .addHelpText('after', example(listExample))
   const common = (command: Command) =>
     addBrokerOptions(command)
       .option(
@@ -65,8 +71,9 @@ export function addDeadLetterCommands(program: Command, configFile: () => string
       .option('--limit <n>', 'messages read at most (default 1000)')
       .option('--wait <seconds>', 'stop reading once nothing has arrived for this long (default 2)')
 
-  common(group.command('list').description('print every dead letter, oldest first; nothing is taken out')).action(
-    async (flags: DeadLetterFlags) => {
+  common(group.command('list').description('print every dead letter, oldest first; nothing is taken out'))
+    .addHelpText('after', example(listExample))
+    .action(async (flags: DeadLetterFlags) => {
       const queue = await queueOf(flags, configFile())
       const transport = await connect(flags)
       try {
@@ -77,8 +84,7 @@ export function addDeadLetterCommands(program: Command, configFile: () => string
       } finally {
         await transport.close()
       }
-    },
-  )
+    })
 
   common(
     group
@@ -86,6 +92,12 @@ export function addDeadLetterCommands(program: Command, configFile: () => string
       .description('send dead letters back to their request queues (all, or those of --id) and take them out'),
   )
     .option('--id <id...>', 'the dead letters to replay, by the id `list` prints')
+    .addHelpText(
+      'after',
+      example(
+        'toolbridge dead-letters replay --broker kafka://127.0.0.1:9092 --queue flow:tg:booking-dead-letters --id <id>',
+      ),
+    )
     .action(async (flags: DeadLetterFlags) => {
       const queue = await queueOf(flags, configFile())
       const transport = await connect(flags)

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 /**
  * toolbridge: serve the tool services of serverless.yml, call them, and
- * print their TrustGraph descriptors.
+ * print their TrustGraph descriptors. Importing this module builds the
+ * program without running it (scripts/reference.ts reads it); `run()`
+ * parses the command line, as the bin does, and so does running this file.
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -42,6 +44,7 @@ import {
 import { addTrustgraphCommands, registerOn } from './trustgraph-commands.ts'
 import { addScaffoldCommands } from './scaffold-commands.ts'
 import { addDeadLetterCommands } from './dead-letter-commands.ts'
+import { example } from './examples.ts'
 import { PACKAGE_ROOT } from './package-root.ts'
 
 // What a command needs beyond its options is imported when it runs: `--help`
@@ -51,7 +54,7 @@ const loadProject = async (file: string) => (await import('../project/project.ts
 
 const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }
 
-const program = new Command('toolbridge')
+export const program = new Command('toolbridge')
   .description('Run agent tools as Lambda-style functions behind TrustGraph tool-service queues')
   .version(version, '-V, --version')
   .addOption(
@@ -64,7 +67,7 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
     '-p, --port <port>',
     `HTTP port for /tools, or "off" (env TOOLBRIDGE_PORT); default: ${EMBEDDED_DEFAULT_PORT} on the embedded broker, off otherwise`,
   )
-  .option('--host <host>', 'HTTP listen address (env TOOLBRIDGE_HOST)', undefined)
+  .option('--host <host>', 'HTTP listen address (env TOOLBRIDGE_HOST; default 127.0.0.1)')
   .option(
     '--drain-timeout <seconds>',
     'on SIGINT/SIGTERM, how long to finish requests in flight (env TOOLBRIDGE_DRAIN_TIMEOUT; default 30)',
@@ -109,7 +112,9 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
     '--dead-letter-queue <queue>',
     'persistent queue for requests that cannot be answered, e.g. flow:tg:toolbridge-dead-letters (env TOOLBRIDGE_DEAD_LETTER_QUEUE); default: none, they are logged and dropped',
   )
-  .addOption(new Option('--log-level <level>', 'log level (env TOOLBRIDGE_LOG_LEVEL)').choices(LOG_LEVELS))
+  .addOption(
+    new Option('--log-level <level>', 'log level (env TOOLBRIDGE_LOG_LEVEL; default info)').choices(LOG_LEVELS),
+  )
   .option(
     '--http-token <token>',
     'bearer token required on /tools and /mcp (env TOOLBRIDGE_HTTP_TOKEN); /healthz, /readyz and /metrics stay open',
@@ -151,7 +156,7 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
   .addOption(
     new Option(
       '--mcp-auth <kind>',
-      'how /mcp authenticates: token (the static bearer tokens) or oauth (access tokens of --mcp-issuer; env TOOLBRIDGE_MCP_AUTH)',
+      'how /mcp authenticates: token (the static bearer tokens) or oauth (access tokens of --mcp-issuer) (env TOOLBRIDGE_MCP_AUTH; default token)',
     ).choices(['token', 'oauth']),
   )
   .option('--mcp-issuer <url>', "with --mcp-auth oauth: the authorization server's issuer (env TOOLBRIDGE_MCP_ISSUER)")
@@ -167,6 +172,7 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
     '--mcp-jwks-url <url>',
     "with --mcp-auth oauth: the issuer's key set, when its metadata does not give one (env TOOLBRIDGE_MCP_JWKS_URL)",
   )
+  .addHelpText('after', example('toolbridge start --broker amqp://guest:guest@127.0.0.1:5672/'))
   .action(async (flags: SettingFlags & { register?: boolean; timeout?: string; console?: boolean }) => {
     const project = await loadProject(program.opts().config)
     const settings = resolveSettings(flags)
@@ -251,7 +257,10 @@ program
   )
   .option('--host <host>', 'HTTP listen address (env TOOLBRIDGE_HOST; default 127.0.0.1)')
   .option('--http-token <token>', 'bearer token the console, /tools and /mcp require (env TOOLBRIDGE_HTTP_TOKEN)')
-  .addOption(new Option('--log-level <level>', 'log level (env TOOLBRIDGE_LOG_LEVEL)').choices(LOG_LEVELS))
+  .addOption(
+    new Option('--log-level <level>', 'log level (env TOOLBRIDGE_LOG_LEVEL; default info)').choices(LOG_LEVELS),
+  )
+  .addHelpText('after', example('toolbridge dev --port 8080'))
   .action(async (flags: SettingFlags) => {
     // Worker threads: a function's new code loads in a new worker, which an in-process module cache cannot do.
     const settings = { ...resolveSettings({ ...flags, invoker: 'local' }), broker: undefined }
@@ -304,6 +313,7 @@ addInvokerOptions(addBrokerOptions(invokeCommand))
     'the HTTP endpoint of a running `toolbridge start` to call through (env TOOLBRIDGE_URL); default: the one on this machine at 127.0.0.1:8080 (port: env TOOLBRIDGE_PORT) when it serves this serverless.yml and neither --broker nor --invoker is given',
   )
   .option('--http-token <token>', "the bearer token of that `toolbridge start`'s /tools (env TOOLBRIDGE_HTTP_TOKEN)")
+  .addHelpText('after', example('toolbridge invoke tell-joke --arg topic=cats'))
   .action(
     async (
       toolName: string,
@@ -417,6 +427,7 @@ program
   .addOption(queuesOption())
   .addOption(mcpUrlOption())
   .addOption(mcpTokenOption('auth-token for the `mcp` entries'))
+  .addHelpText('after', example('toolbridge descriptors --queues pulsar'))
   .action(async (flags: { queues: QueueStyle; mcpUrl?: string; mcpToken?: string }) => {
     const project = await loadProject(program.opts().config)
     const { descriptors } = await import('../project/descriptors.ts')
@@ -431,6 +442,7 @@ program
   .description("check that each tool service's function can be called, without calling it (Lambda: GetFunction)")
   .addOption(invokerOption())
   .addOption(lambdaEndpointOption())
+  .addHelpText('after', example('toolbridge check --invoker lambda'))
   .action(async (flags: SettingFlags) => {
     const project = await loadProject(program.opts().config)
     const { checkFunctions } = await import('./check.ts')
@@ -467,22 +479,27 @@ function parseArguments(pairs: string[], json: string | undefined): Record<strin
   return args
 }
 
-try {
-  await program.parseAsync()
-} catch (err) {
-  // exitCode rather than exit(): let stdout drain when piped.
-  if (err instanceof CommanderError) {
-    // Commander has printed its own one-line message (or the help).
-    process.exitCode = err.exitCode === 0 ? 0 : 2
-  } else if (err instanceof UsageError) {
-    console.error(`toolbridge: ${err.message}`)
-    process.exitCode = 2
-  } else if (err instanceof ToolCallError) {
-    console.error(`error: ${err.type}: ${err.message}`)
-    process.exitCode = 1
-  } else {
-    console.error(`toolbridge: ${messageOf(err)}`)
-    process.exitCode = 1
+/** Runs the command line's command; an error becomes one line on stderr and the exit code. */
+export async function run(): Promise<void> {
+  try {
+    await program.parseAsync()
+  } catch (err) {
+    // exitCode rather than exit(): let stdout drain when piped.
+    if (err instanceof CommanderError) {
+      // Commander has printed its own one-line message (or the help).
+      process.exitCode = err.exitCode === 0 ? 0 : 2
+    } else if (err instanceof UsageError) {
+      console.error(`toolbridge: ${err.message}`)
+      process.exitCode = 2
+    } else if (err instanceof ToolCallError) {
+      console.error(`error: ${err.type}: ${err.message}`)
+      process.exitCode = 1
+    } else {
+      console.error(`toolbridge: ${messageOf(err)}`)
+      process.exitCode = 1
+    }
   }
+  if (endWhenDone) process.stdout.write('', () => process.exit())
 }
-if (endWhenDone) process.stdout.write('', () => process.exit())
+
+if (import.meta.main) await run()

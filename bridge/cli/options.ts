@@ -25,7 +25,7 @@ const pulsarClientOption = () =>
   ).choices(PULSAR_CLIENTS)
 
 export const invokerOption = () =>
-  new Option('--invoker <kind>', 'where functions run (env TOOLBRIDGE_INVOKER)').choices(INVOKERS)
+  new Option('--invoker <kind>', 'where functions run (env TOOLBRIDGE_INVOKER; default local)').choices(INVOKERS)
 export const lambdaEndpointOption = () =>
   new Option(
     '--lambda-endpoint <url>',

@@ -6,6 +6,7 @@
 import { relative } from 'node:path'
 import { Option, type Command } from 'commander'
 import { ToolbridgeError } from '../../shared/errors.ts'
+import { example } from './examples.ts'
 import { TEMPLATES } from './template-names.ts'
 
 export function addScaffoldCommands(program: Command): void {
@@ -17,6 +18,7 @@ export function addScaffoldCommands(program: Command): void {
     )
     .option('--js', 'JavaScript instead of TypeScript')
     .option('--force', 'write into a folder that is not empty, overwriting the files of the same names')
+    .addHelpText('after', example('toolbridge init my-tool --template streaming'))
     .action(async (dirArgument: string | undefined, flags: { template: string; js?: boolean; force?: boolean }) => {
       const { initProject } = await import('./init.ts')
       const written = initProject({
@@ -37,10 +39,12 @@ export function addScaffoldCommands(program: Command): void {
   program
     .command('add')
     .description('add to the project')
+    .addHelpText('after', example('toolbridge add function weather'))
     .command('function <name>')
     .description('add a function with a tool service to serverless.yml, with its handler and a test')
     .option('--js', 'JavaScript (default: TypeScript when the project has a tsconfig.json)')
     .option('--ts', 'TypeScript')
+    .addHelpText('after', example('toolbridge add function weather'))
     .action(async (name: string, flags: { js?: boolean; ts?: boolean }) => {
       if (flags.js && flags.ts) throw new ToolbridgeError('config', 'add function: --js or --ts, not both')
       const { addFunction } = await import('./init.ts')

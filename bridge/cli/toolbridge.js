@@ -29,4 +29,5 @@ if (process.argv.slice(2).includes('start') && !userSetsYoung && typeof process.
 }
 
 enableCompileCache()
-await import('./main.ts')
+const { run } = await import('./main.ts')
+await run()

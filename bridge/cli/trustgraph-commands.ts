@@ -31,6 +31,7 @@ import {
   timeoutOption,
   workspaceOption,
 } from './options.ts'
+import { example } from './examples.ts'
 
 /** Puts the descriptors into the configuration service reachable on `transport`; returns a one-line summary. */
 export async function registerOn(
@@ -89,6 +90,7 @@ export function addTrustgraphCommands(program: Command): void {
 
   registration('register', "put every tool-service and tool descriptor into TrustGraph's configuration service")
     .option('--dry-run', 'print the config items instead of sending them')
+    .addHelpText('after', example('toolbridge register --broker amqp://guest:guest@rabbitmq:5672/ --workspace default'))
     .action(async (flags: RegisterFlags) => {
       const { project, settings, options } = await prepare(flags)
       if (flags.dryRun) {
@@ -119,6 +121,10 @@ export function addTrustgraphCommands(program: Command): void {
     "delete from TrustGraph's configuration service what register puts there (MCP entries too, without --mcp-url)",
   )
     .option('--dry-run', 'print the keys it would delete instead of deleting them')
+    .addHelpText(
+      'after',
+      example('toolbridge unregister --broker amqp://guest:guest@rabbitmq:5672/ --workspace default'),
+    )
     .action(async (flags: RegisterFlags) => {
       const { project, settings, options } = await prepare(flags)
       if (flags.dryRun) {
@@ -153,7 +159,8 @@ export function addTrustgraphCommands(program: Command): void {
     addBrokerOptions(
       program
         .command('mcp')
-        .description('serve every tool as an MCP server on stdin/stdout, calling it through the broker'),
+        .description('serve every tool as an MCP server on stdin/stdout, calling it through the broker')
+        .addHelpText('after', example('toolbridge mcp --invoker in-process')),
     ),
   ).action(async (flags: SettingFlags) => {
     const [{ loadProject }, { connectToTools }, { createToolCaller }, { serveMcpStdio }] = await Promise.all([
