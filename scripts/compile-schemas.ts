@@ -13,7 +13,7 @@ import { writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Ajv } from 'ajv'
 import standalone from 'ajv/dist/standalone/index.js'
-import { externalToolServiceSchema, toolServiceSchema } from '../shared/tool-service-schema.ts'
+import { externalToolServiceSchema, PROJECT_KEYWORDS, toolServiceSchema } from '../shared/tool-service-schema.ts'
 
 export const GENERATED_FILE = fileURLToPath(
   new URL('../bridge/project/tool-service-validators.generated.ts', import.meta.url),
@@ -23,6 +23,8 @@ export const GENERATED_FILE = fileURLToPath(
 export function validatorsSource(): string {
   // The options tool-services.ts relied on when it compiled at run time: as strict as osls, every error, verbose for anyOf messages.
   const ajv = new Ajv({ strict: true, allErrors: true, verbose: true, code: { source: true, esm: true } })
+  // The project's annotations (`concerns`) check nothing; ajv must know them to stay strict about every other keyword.
+  for (const keyword of PROJECT_KEYWORDS) ajv.addKeyword({ keyword, schemaType: 'string' })
   ajv.addSchema(toolServiceSchema, 'tool-service').addSchema(externalToolServiceSchema, 'external-tool-service')
   const code = standalone.default(ajv, {
     validateToolService: 'tool-service',

@@ -6,7 +6,8 @@
  * `plugins: [toolbridge/serverless]`; this clone lists the .ts file itself.
  *
  * The schema is shared/tool-service-schema.ts itself, the one the bridge
- * validates with: one source. osls loads plugins with require(); on Node 24
+ * validates with: one source (without the annotations of this project's own,
+ * which osls's strict Ajv would refuse as unknown keywords). osls loads plugins with require(); on Node 24
  * that loads ES modules (require(esm), so no top-level await in what this
  * imports), and strips the types of .ts files outside node_modules, so in
  * the clone this plugin needs no build step.
@@ -16,7 +17,7 @@
  * bridge stays the strict check. `sls` catches unknown fields, missing ones,
  * bad names and enums.
  */
-import { toolServiceSchema } from '../shared/tool-service-schema.ts'
+import { schemaWithoutProjectKeywords, toolServiceSchema } from '../shared/tool-service-schema.ts'
 
 /** The part of the framework's `serverless` object this plugin uses (osls ships no plugin types). */
 export interface Serverless {
@@ -39,6 +40,8 @@ export default class ToolServicePlugin {
           'use osls 4 (npm install --save-dev osls) or the Serverless Framework 3 or 4',
       )
     }
-    schemas.defineFunctionProperties('aws', { properties: { toolService: toolServiceSchema } })
+    schemas.defineFunctionProperties('aws', {
+      properties: { toolService: schemaWithoutProjectKeywords(toolServiceSchema) },
+    })
   }
 }

@@ -15,7 +15,7 @@ import { promisify } from 'node:util'
 import JSZip from 'jszip'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
-import { toolServiceSchema } from '../../shared/tool-service-schema.ts'
+import { schemaWithoutProjectKeywords, toolServiceSchema } from '../../shared/tool-service-schema.ts'
 import { isChunkStream } from '../../shared/handler.ts'
 import ToolServicePlugin from '../../serverless-plugin/tool-service.ts'
 import { handler as jokeHandler } from '../../functions/joke/handler.ts'
@@ -194,16 +194,18 @@ describe('npm run package', () => {
 })
 
 describe('configuration validation', () => {
-  it('the plugin declares toolService with the very schema the bridge validates with', () => {
+  it('the plugin declares toolService with the schema the bridge validates with, less the annotations osls does not know', () => {
     const declared: unknown[] = []
     new ToolServicePlugin({
       configSchemaHandler: { defineFunctionProperties: (provider, schema) => declared.push({ provider, schema }) },
     })
     expect(declared).toHaveLength(1)
     expect(declared[0]).toMatchObject({ provider: 'aws' })
-    expect((declared[0] as { schema: { properties: { toolService: unknown } } }).schema.properties.toolService).toBe(
-      toolServiceSchema,
-    )
+    const toolService = (declared[0] as { schema: { properties: { toolService: unknown } } }).schema.properties
+      .toolService
+    expect(toolService).toStrictEqual(schemaWithoutProjectKeywords(toolServiceSchema))
+    expect(JSON.stringify(toolServiceSchema)).toContain('"concerns"')
+    expect(JSON.stringify(toolService)).not.toContain('"concerns"')
   })
 
   it('is on for serverless.yml: `sls print` refuses a typo in toolService, or a bad value, and accepts the original', async () => {
