@@ -53,6 +53,9 @@ export const MUTATION_TESTS = [
   'test/tracing/bounded-span-processor.test.ts',
   'test/invokers/lambda-client-context.test.ts',
   'test/bridge-support/idle-collection.test.ts',
+  // shared/tool-service-schema.ts: its annotations are the reference pages; its defaults, the bridge's.
+  'test/repo/reference.test.ts',
+  'test/project/schema-defaults.test.ts',
 ]
 
 export default defineConfig({
