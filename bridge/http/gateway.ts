@@ -32,7 +32,7 @@ import { ToolCallError, ToolCallTimeoutError } from '../trustgraph/request-clien
 import { CallerGoneError, gatedCaller, InFlightCap } from './admission.ts'
 import { bearerMatches } from './bearer.ts'
 import { readJsonBody, requireJson } from './body.ts'
-import { checkExposure, endpointGuards } from './exposure.ts'
+import { checkExposure, endpointGuards, isLoopbackHost } from './exposure.ts'
 import { corsHeaders, createHostOriginCheck } from './host-origin.ts'
 import { NdjsonAnswer } from './ndjson-answer.ts'
 import { HttpError, sendJson } from './responses.ts'
@@ -144,7 +144,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     listenHost: options.host,
     allowedHosts: options.allowedHosts ?? [],
     allowedOrigins: options.allowedOrigins ?? [],
-    sameOrigin: options.console !== undefined,
+    loopback: await isLoopbackHost(options.host),
   })
   const tokens = { httpToken: options.httpToken, mcpToken: options.mcpToken, mcpOAuth: options.mcpOAuth }
   const tokenFor = new Map(endpointGuards(tokens).map((e) => [e.path, e.token]))

@@ -10,11 +10,14 @@
  *   the allowed hosts. A rebinding page can only send a name its owner
  *   controls, never an IP address.
  * - `Origin`, which browsers send on cross-site and rebinding requests (and
- *   tools such as curl do not), must be one of the allowed origins: none
- *   by default. With `sameOrigin` (the gateway serves the web console),
- *   also the gateway's own origin, `http://<Host>`, when the Host is one
- *   allowed by name or address: a browser sends Origin even on a page's
- *   calls to its own server, and a rebinding page cannot have such a Host.
+ *   tools such as curl do not), must be one of the allowed origins, or the
+ *   gateway's own origin, `http://<Host>`, when the Host is one allowed by
+ *   name or address: a browser sends Origin even on a page's calls to its
+ *   own server (the console's, a local web client's), and a rebinding page
+ *   cannot have such a Host. On a loopback bind, any origin on this machine
+ *   (`localhost`, `127.0.0.1`, `[::1]`, any port, http or https) is allowed
+ *   too, as MCP's own SDKs allow: only a page this machine serves has one,
+ *   and the gateway is reachable from nowhere else anyway.
  *   A page of an allowed origin gets the CORS headers it needs to read the
  *   answers (corsHeaders), its preflight included.
  */
@@ -29,8 +32,8 @@ export interface HostOriginPolicy {
   allowedHosts: readonly string[]
   /** Allowed origins (lower case, `scheme://host[:port]`). */
   allowedOrigins: readonly string[]
-  /** Also allow `http://<Host>` (the console's own calls) for a Host allowed other than by `*`. */
-  sameOrigin?: boolean
+  /** The gateway listens on a loopback address only: origins on this machine are allowed. */
+  loopback?: boolean
 }
 
 /** What a refused request is told: the header at fault and how to allow it. */
@@ -40,6 +43,21 @@ export interface Refusal {
 }
 
 const WILDCARDS = new Set(['0.0.0.0', '::', '[::]', ''])
+
+/** The names an origin on this machine has. */
+const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '::1'])
+
+/** Whether `origin` is `http(s)://` one of this machine's names, with any port. */
+function isLoopbackOrigin(origin: string): boolean {
+  let url: URL
+  try {
+    url = new URL(origin)
+  } catch {
+    return false
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return false
+  return LOOPBACK_NAMES.has(url.hostname.replace(/^\[|\]$/g, '').toLowerCase())
+}
 
 /** The name part of a Host header: `[::1]:8080` -> `::1`, `Example.com:80` -> `example.com`. */
 export function hostName(header: string): string {
@@ -69,8 +87,9 @@ export function createHostOriginCheck(policy: HostOriginPolicy): (req: IncomingM
       }
     }
     const origin = req.headers.origin
-    const own = policy.sameOrigin === true && named && origin?.toLowerCase() === `http://${host?.trim().toLowerCase()}`
-    if (origin !== undefined && !origins.has(origin.toLowerCase()) && !own) {
+    const own = named && origin?.toLowerCase() === `http://${host?.trim().toLowerCase()}`
+    const local = policy.loopback === true && origin !== undefined && isLoopbackOrigin(origin)
+    if (origin !== undefined && !origins.has(origin.toLowerCase()) && !own && !local) {
       return {
         status: 403,
         message: `Origin "${origin.slice(0, 200)}" is not allowed: add it with --allowed-origins (env TOOLBRIDGE_ALLOWED_ORIGINS)`,

@@ -97,11 +97,12 @@ describe('Host', () => {
 })
 
 describe('Origin', () => {
-  it('refuses every origin by default, even the gateway its own, saying how to allow it', () => {
-    expect(check({}, { host: '127.0.0.1:3000', origin: 'http://127.0.0.1:3000' })).toEqual({
+  it("refuses every origin but the gateway's own by default, saying how to allow it", () => {
+    expect(check({}, { host: '127.0.0.1:3000', origin: 'http://127.0.0.1:3000' })).toBeUndefined()
+    expect(check({}, { host: '127.0.0.1:3000', origin: 'http://127.0.0.1:3001' })).toEqual({
       status: 403,
       message:
-        'Origin "http://127.0.0.1:3000" is not allowed: add it with --allowed-origins (env TOOLBRIDGE_ALLOWED_ORIGINS)',
+        'Origin "http://127.0.0.1:3001" is not allowed: add it with --allowed-origins (env TOOLBRIDGE_ALLOWED_ORIGINS)',
     })
     expect(check({}, { origin: 'null' })?.status).toBe(403)
   })
