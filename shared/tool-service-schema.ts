@@ -302,6 +302,19 @@ export const toolServiceSchema = {
               "A JSON Schema (2020-12) of the answer, which must then be JSON: MCP's `outputSchema` and `structuredContent`.",
             examples: [{ type: 'object', properties: { status: { type: 'string' } }, required: ['status'] }],
           },
+          inputSchema: {
+            type: 'object',
+            description:
+              "The arguments as a JSON Schema (2020-12) of an object, instead of `arguments:`: requests are checked against it, MCP lists it as it is, and TrustGraph's descriptors get its top-level properties.",
+            examples: [
+              {
+                type: 'object',
+                properties: { city: { type: 'string' }, days: { type: 'integer', minimum: 1 } },
+                required: ['city'],
+                additionalProperties: false,
+              },
+            ],
+          },
           config: {
             type: 'object',
             additionalProperties: { anyOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] },

@@ -6,9 +6,12 @@
  * A request does not name its tool; tools on one service differ by their
  * config values (docs/wire-contract.md#refused-before-invoking), so the tool
  * is the one whose config values the request carries. When no single tool matches (a tool defined elsewhere),
- * arguments are left to the function's own checks.
+ * arguments are left to the function's own checks. A tool declared with an
+ * `inputSchema:` has its arguments checked against that schema (compiled once,
+ * when the project was read), with the same `invalid-arguments` answer.
  */
 import { checkArguments, type ArgumentRule } from '../../shared/arguments.ts'
+import { checkAgainstSchema, compileInputSchema } from '../project/input-schema.ts'
 import type { ToolServiceSpec, ToolSpec } from '../project/tool-services.ts'
 import type { Refusal } from '../../shared/errors.ts'
 import type { ToolRequest } from '../../shared/protocol.ts'
@@ -21,6 +24,12 @@ const sameRules = (a: readonly ArgumentRule[], b: readonly ArgumentRule[]) =>
   a.length === b.length &&
   a.every((r, i) => r.name === b[i]!.name && r.type === b[i]!.type && r.required === b[i]!.required)
 
+/** Whether two tools check arguments alike: the same schema, or the same flat rules. */
+const sameCheck = (a: ToolSpec, b: ToolSpec) =>
+  a.inputSchema !== undefined || b.inputSchema !== undefined
+    ? a.inputSchema === b.inputSchema
+    : sameRules(a.arguments, b.arguments)
+
 function matchesConfig(tool: ToolSpec, config: Record<string, unknown>): boolean {
   for (const [key, value] of Object.entries(tool.config)) {
     if (!Object.hasOwn(config, key) || String(config[key]) !== String(value)) return false
@@ -31,14 +40,15 @@ function matchesConfig(tool: ToolSpec, config: Record<string, unknown>): boolean
 export function compileRequestCheck(spec: ToolServiceSpec): RequestCheck {
   const required = spec.configParams.filter((p) => p.required).map((p) => p.name)
   const tools = spec.tools
-  // One set of argument rules for the whole service, when every tool declares the same.
-  const shared = tools.every((t) => sameRules(t.arguments, tools[0]!.arguments)) ? tools[0]!.arguments : undefined
+  // One way of checking arguments for the whole service, when every tool declares the same.
+  const shared = tools.every((t) => sameCheck(t, tools[0]!)) ? tools[0]! : undefined
 
-  const rulesFor = (config: Record<string, unknown>): readonly ArgumentRule[] | undefined => {
+  /** The tool whose declaration checks a request with these config values. */
+  const toolFor = (config: Record<string, unknown>): ToolSpec | undefined => {
     if (shared) return shared
     const matching = tools.filter((t) => matchesConfig(t, config))
     if (matching.length === 0) return undefined
-    return matching.every((t) => sameRules(t.arguments, matching[0]!.arguments)) ? matching[0]!.arguments : undefined
+    return matching.every((t) => sameCheck(t, matching[0]!)) ? matching[0] : undefined
   }
 
   return (request) => {
@@ -50,7 +60,13 @@ export function compileRequestCheck(spec: ToolServiceSpec): RequestCheck {
         message: `tool service "${spec.id}" requires config param${missing.length > 1 ? 's' : ''} ${missing.map((m) => `"${m}"`).join(', ')}`,
       }
     }
-    const rules = rulesFor(request.config)
+    const tool = toolFor(request.config)
+    if (tool?.inputSchema !== undefined) {
+      const schema = compileInputSchema(tool.name, tool.inputSchema)
+      const checked = checkAgainstSchema(schema, request.arguments)
+      return checked.ok ? { ok: true, request } : { ok: false, kind: 'invalid-arguments', message: checked.message }
+    }
+    const rules = tool?.arguments
     if (!rules || rules.length === 0) return { ok: true, request }
     const checked = checkArguments(request.arguments, rules)
     if (!checked.ok) return { ok: false, kind: 'invalid-arguments', message: checked.message }

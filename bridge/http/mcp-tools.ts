@@ -2,8 +2,9 @@
  * The tools of serverless.yml as MCP describes them, and a tool's answer as
  * an MCP result. Computed once per server process, not per request.
  *
- * - `inputSchema` from the declared arguments: the same declaration that
- *   feeds TrustGraph's descriptors and the bridge's argument check.
+ * - `inputSchema`: the tool's declared `inputSchema:` unchanged, else one
+ *   built from the declared arguments: the same declaration that feeds
+ *   TrustGraph's descriptors and the bridge's argument check.
  * - `title` when declared.
  * - `annotations`: all four hints, each one left out at its cautious value
  *   (MCP's own defaults): not read-only, destructive, not idempotent, open
@@ -57,7 +58,8 @@ export function describeTools(tools: Iterable<ToolSpec>): McpToolSet {
       name: tool.name,
       ...(tool.title === undefined ? {} : { title: tool.title }),
       description: tool.description,
-      inputSchema: inputSchema(tool.arguments) as Tool['inputSchema'],
+      // A declared input schema is listed as it is ($schema, $defs, additionalProperties and all).
+      inputSchema: (tool.inputSchema ?? inputSchema(tool.arguments)) as Tool['inputSchema'],
       annotations: toolAnnotations(tool.annotations),
       ...(tool.output === undefined ? {} : { outputSchema: tool.output as Tool['outputSchema'] }),
     })

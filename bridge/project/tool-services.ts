@@ -16,6 +16,7 @@ import {
   TEMPLATE_PLACEHOLDER,
 } from '../../shared/tool-service-schema.ts'
 import { checkDeadLetterQueue } from './dead-letter-queue.ts'
+import { argumentsOfSchema, compileInputSchema } from './input-schema.ts'
 import * as generated from './tool-service-validators.generated.ts'
 
 export interface ConfigParam {
@@ -50,6 +51,11 @@ export interface ToolSpec {
   annotations: ToolHints
   /** JSON Schema of the answer, which is then JSON; MCP only. */
   output?: Record<string, unknown>
+  /**
+   * The arguments as a JSON Schema (2020-12), declared instead of `arguments:`: the bridge checks
+   * requests with it, MCP lists it as it is, and `arguments` holds its top-level properties (input-schema.ts).
+   */
+  inputSchema?: Record<string, unknown>
 }
 
 export interface ToolServiceSpec {
@@ -186,6 +192,7 @@ interface ToolBlock {
   description: string
   annotations?: ToolHints
   output?: Record<string, unknown>
+  inputSchema?: Record<string, unknown>
   config?: Record<string, string | number | boolean>
   arguments?: { name: string; type: ArgumentType; description: string; required?: boolean }[]
 }
@@ -540,7 +547,18 @@ function readTool(path: string, tool: ToolBlock, configParams: ConfigParam[]): T
       throw new ConfigError(`${path}.config`, `missing required config param "${param.name}"`)
     }
   }
-  const args = (tool.arguments ?? []).map((a) => ({ ...a, required: a.required ?? false }))
+  if (tool.inputSchema !== undefined) {
+    if (tool.arguments !== undefined)
+      throw new ConfigError(
+        `${path}.inputSchema`,
+        'declare the arguments either as `arguments:` or as `inputSchema:`, not both',
+      )
+    compileInputSchema(`${path}.inputSchema`, tool.inputSchema)
+  }
+  const args =
+    tool.inputSchema === undefined
+      ? (tool.arguments ?? []).map((a) => ({ ...a, required: a.required ?? false }))
+      : argumentsOfSchema(tool.inputSchema)
   const seen = new Set<string>()
   args.forEach((a, i) => {
     if (seen.has(a.name)) throw new ConfigError(`${path}.arguments[${i}].name`, `duplicate argument "${a.name}"`)
@@ -554,6 +572,7 @@ function readTool(path: string, tool: ToolBlock, configParams: ConfigParam[]): T
     arguments: args,
     annotations: tool.annotations ?? {},
     ...(tool.output === undefined ? {} : { output: tool.output }),
+    ...(tool.inputSchema === undefined ? {} : { inputSchema: tool.inputSchema }),
   }
 }
 

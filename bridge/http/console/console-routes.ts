@@ -69,7 +69,11 @@ export function consoleTools(services: readonly ToolServiceSpec[]) {
       config: tool.config,
       arguments: tool.arguments,
       descriptor: toolDescriptor(spec, tool),
-      mcp: { name: tool.name, description: tool.description, inputSchema: inputSchema(tool.arguments) },
+      mcp: {
+        name: tool.name,
+        description: tool.description,
+        inputSchema: tool.inputSchema ?? inputSchema(tool.arguments),
+      },
     })),
   }))
 }
