@@ -10,6 +10,7 @@
  * flight and the drain.
  */
 import { cancellationOf } from '../support/cancellations.ts'
+import { type CallLogSink, callLogSinkOf } from '../support/call-logs.ts'
 import type { ToolServiceSpec } from '../project/tool-services.ts'
 import { isToolbridgeError, messageOf, type ErrorKind, type Refusal } from '../../shared/errors.ts'
 import { decodeRequest, ID_PROPERTY, UNKNOWN_ID } from '../../shared/protocol.ts'
@@ -81,6 +82,8 @@ export interface InFlightRequest {
   readonly trace: RequestTrace | undefined
   /** The caller's cancellation (support/cancellations.ts): the function is told. */
   readonly signal: AbortSignal | undefined
+  /** Where the function's console lines go: a caller in this process that listens (support/call-logs.ts). */
+  readonly onLog: CallLogSink | undefined
   readonly releaseCancellation: () => void
   /** Acks or nacks once; true from then on. */
   readonly settle: Settle
@@ -161,6 +164,7 @@ function receive(
     ticket,
     trace,
     signal: cancellation.signal,
+    onLog: id === UNKNOWN_ID || ticket.remembered ? undefined : callLogSinkOf(id),
     releaseCancellation: () => cancellation.release(),
     settle,
     settled,
@@ -230,7 +234,7 @@ async function invoke(
     responder.chunk(text)
     served.metrics.chunkPublished()
   }
-  const invocation = { target: served.spec, event, onChunk, signal: request.signal }
+  const invocation = { target: served.spec, event, onChunk, signal: request.signal, onLog: request.onLog }
   try {
     const outcome = await (trace === undefined
       ? invoker.invoke(invocation)

@@ -7,6 +7,7 @@
  * process (the composition root keeps a late uncaught exception from
  * ending it). Use the worker-thread invoker (`worker-threads/worker-thread-invoker.ts`) for isolation.
  */
+import { withFunctionConsole } from './function-console.ts'
 import { randomUUID } from 'node:crypto'
 import { messageOf } from '../../shared/errors.ts'
 import {
@@ -40,7 +41,7 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
     }
   }
 
-  async invoke({ target, event, onChunk, signal, trace }: Invocation<HandlerLocation>): Promise<Outcome> {
+  async invoke({ target, event, onChunk, signal, trace, onLog }: Invocation<HandlerLocation>): Promise<Outcome> {
     let handler: LambdaHandler
     try {
       handler = await this.handlerFor(target)
@@ -77,14 +78,16 @@ export class InProcessInvoker implements Invoker<HandlerLocation> {
       trace?.observed({ invocationId: requestId })
       const context = lambdaContext(target.functionName, requestId, target.timeoutMs, over.signal, trace?.headers)
       const run = { maxStreamBytes: this.maxStreamBytes, signal: over.signal }
-      runHandler(
-        handler,
-        event,
-        context,
-        (text) => {
-          if (!finished) onChunk(text)
-        },
-        run,
+      withFunctionConsole(onLog, () =>
+        runHandler(
+          handler,
+          event,
+          context,
+          (text) => {
+            if (!finished) onChunk(text)
+          },
+          run,
+        ),
       ).then(
         (text) => finish({ ok: true, text }),
         (error: unknown) => {

@@ -28,6 +28,8 @@ export interface FunctionTarget<L extends FunctionLocation = FunctionLocation> {
   environment?: Record<string, string> | undefined
 }
 
+import type { FunctionLogSink } from './function-console.ts'
+
 export interface Invocation<L extends FunctionLocation = FunctionLocation> {
   target: FunctionTarget<L>
   /** The envelope, or what the service's event shape made of it (bridge/core/event-shapes.ts). */
@@ -36,6 +38,8 @@ export interface Invocation<L extends FunctionLocation = FunctionLocation> {
   onChunk: (text: string) => void
   /** Aborted when the caller cancels: the function reads it as `context.signal`; its answer still goes out. */
   signal?: AbortSignal | undefined
+  /** Told each line the function writes with `console` (worker threads, in process); others do not. */
+  onLog?: FunctionLogSink | undefined
   /** Present only when tracing is on (bridge/tracing). */
   trace?: InvocationTrace | undefined
 }

@@ -10,6 +10,8 @@
  * one per invocation, since each message may wake a sleeping thread.
  */
 
+import type { FunctionLogLevel } from '../function-console.ts'
+
 export interface WorkerSetup {
   baseDir: string
   handler: string
@@ -34,6 +36,8 @@ export interface WorkerCall {
   event: unknown
   /** The invocation span's W3C headers, when tracing is on: the handler's context.clientContext.Custom. */
   traceHeaders?: Readonly<Record<string, string>>
+  /** Someone listens to the function's console lines: post them (`log`). */
+  logs?: true
 }
 
 export type ToWorker =
@@ -56,6 +60,8 @@ export type FromWorker =
   | { type: 'ready'; heapLimitBytes: number }
   | { type: 'load-error'; message: string }
   | { type: 'chunk'; id: number; text: string }
+  /** A line the function wrote with console during this invocation (function-console.ts). */
+  | { type: 'log'; id: number; level: FunctionLogLevel; text: string }
   /** How invocations ended, with the Buffer/ArrayBuffer bytes the environment still holds after them (0: not measured). */
   | { type: 'ended'; ends: InvocationEnd[]; arrayBufferBytes: number }
   /** The invocations of a `cancel`, given up: the worker's event loop is turning. */

@@ -40,6 +40,7 @@ import type { HandlerLocation } from '../../project/tool-services.ts'
 import { silentLogger, type Logger } from '../../support/logger.ts'
 import { CallPace, MAX_IN_LINE } from './call-pace.ts'
 import { LineClaims } from './line-claims.ts'
+import type { FunctionLogSink } from '../function-console.ts'
 import { functionEnvironment } from '../function-environment.ts'
 import {
   functionError,
@@ -89,6 +90,7 @@ interface Running {
   /** Settles the call: undefined when it never started and goes to another worker. */
   finish(outcome: Outcome | undefined): void
   onChunk(text: string): void
+  onLog: FunctionLogSink | undefined
   /** Answered before its worker said it ended (a timeout, or memory kept past memorySize). */
   answered?: boolean
 }
@@ -195,6 +197,7 @@ class Environment implements PooledEnvironment {
     onChunk: (text: string) => void,
     signal: AbortSignal | undefined,
     traced: TracedCall | undefined,
+    onLog?: FunctionLogSink,
   ): Promise<Outcome | undefined> {
     const id = ++this.lastId
     const { timeoutMs, pace } = this.options
@@ -215,7 +218,7 @@ class Environment implements PooledEnvironment {
       const now = performance.now()
       // In order, an invocation's time starts when the one before it ends (take).
       const deadline = first || !pace ? now + timeoutMs : Number.POSITIVE_INFINITY
-      this.calls.set(id, { deadline, finish, onChunk })
+      this.calls.set(id, { deadline, finish, onChunk, onLog })
       this.armTimeout()
       if (first) this.headSince = now
       else this.watchLine()
@@ -223,6 +226,7 @@ class Environment implements PooledEnvironment {
       const call: WorkerCall = traced
         ? { id, requestId: traced.requestId, timeoutMs, event, traceHeaders: traced.traceHeaders }
         : { id, requestId: randomUUID(), timeoutMs, event }
+      if (onLog) call.logs = true
       // An idle worker is woken at once; invocations for a busy one taken in one turn of the event
       // loop go to it in one message.
       if (first) return this.post({ type: 'invoke', calls: [call] })
@@ -253,6 +257,8 @@ class Environment implements PooledEnvironment {
       case 'chunk':
         if (!this.dead) this.post({ type: 'credit', id: message.id })
         return this.calls.get(message.id)?.onChunk(message.text)
+      case 'log':
+        return this.calls.get(message.id)?.onLog?.(message.level, message.text)
       case 'cancelled':
         for (const id of message.ids) if (this.cancelling.delete(id)) this.hooks.onFree(this)
         if (this.cancelling.size === 0) {
@@ -539,7 +545,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
     return loadError
   }
 
-  async invoke({ target, event, onChunk, signal, trace }: Invocation<HandlerLocation>): Promise<Outcome> {
+  async invoke({ target, event, onChunk, signal, trace, onLog }: Invocation<HandlerLocation>): Promise<Outcome> {
     const pool = this.poolFor(target)
     for (;;) {
       const env = await pool.acquire()
@@ -555,7 +561,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
       // It may have ended between being handed out and now (its other invocation crashed it): take another.
       if (env.dead) continue
       const traced = trace && { requestId: randomUUID(), traceHeaders: trace.headers }
-      const outcome = await env.run(event, onChunk, signal, traced)
+      const outcome = await env.run(event, onChunk, signal, traced, onLog)
       // Undefined: it waited in line and never started there (its worker ended, or its line was taken back).
       if (!outcome) continue
       if (trace && traced) this.observeRan(env, trace, traced.requestId)

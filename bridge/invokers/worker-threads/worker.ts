@@ -10,6 +10,7 @@
 import { getHeapStatistics } from 'node:v8'
 import { parentPort, workerData } from 'node:worker_threads'
 import { ChunkSender } from './chunk-credit.ts'
+import { type FunctionLogLevel, withFunctionConsole } from '../function-console.ts'
 import { LineClaims } from './line-claims.ts'
 import { describeLoadError } from '../load-error.ts'
 import {
@@ -144,10 +145,15 @@ async function invoke(call: WorkerCall): Promise<void> {
   const started = performance.now()
   const us = () => Math.round((performance.now() - started) * 1000)
   try {
-    const text = await runHandler(handler, call.event, context, (chunk) => running.chunks.send(chunk), {
-      maxStreamBytes: setup.maxStreamBytes,
-      signal: running.abort.signal,
-    })
+    const onLog = call.logs
+      ? (level: FunctionLogLevel, text: string) => send({ type: 'log', id, level, text })
+      : undefined
+    const text = await withFunctionConsole(onLog, () =>
+      runHandler(handler, call.event, context, (chunk) => running.chunks.send(chunk), {
+        maxStreamBytes: setup.maxStreamBytes,
+        signal: running.abort.signal,
+      }),
+    )
     end = { id, us: us(), type: 'done', text }
   } catch (err) {
     end =
