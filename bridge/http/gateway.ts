@@ -416,6 +416,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       const timer = abandonAfterMs === undefined ? undefined : setTimeout(() => abandon.abort(), abandonAfterMs)
       await Promise.allSettled(active)
       clearTimeout(timer)
+      mcpHandler?.close()
       server.closeAllConnections()
       await closed
       await caller.close()

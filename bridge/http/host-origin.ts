@@ -125,7 +125,7 @@ export function corsHeaders(method: string | undefined, origin: string | undefin
   if (method !== 'OPTIONS') return headers
   return {
     ...headers,
-    'access-control-allow-methods': 'GET, POST, OPTIONS',
+    'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
     'access-control-allow-headers': ALLOWED_REQUEST_HEADERS,
     'access-control-max-age': PREFLIGHT_MAX_AGE,
   }

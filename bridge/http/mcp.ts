@@ -24,6 +24,7 @@ import { pipeline } from 'node:stream/promises'
 import {
   type CallToolResult,
   createMcpHandler,
+  isLegacyRequest,
   ProtocolError,
   ProtocolErrorCode,
   Server,
@@ -31,10 +32,13 @@ import {
 import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio'
 import { isRecord, messageOf } from '../../shared/errors.ts'
 import { bounded } from '../support/bounded-text.ts'
+import { type CallLogLevel, listenToCallLogs } from '../support/call-logs.ts'
 import { ToolCallError } from '../trustgraph/request-client.ts'
 import type { ToolCaller } from '../trustgraph/tool-caller.ts'
 import { readJsonBody, requireJson } from './body.ts'
 import { refuseMessage } from './message-bounds.ts'
+import { ReplayLog } from './mcp-replay.ts'
+import { LegacySessions } from './mcp-sessions.ts'
 import { describeTools, type McpToolSet } from './mcp-tools.ts'
 import { HttpError } from './responses.ts'
 import { jsonRpcLines } from './stdio-lines.ts'
@@ -45,9 +49,24 @@ const SERVER_INFO = { name: 'toolbridge', version: '0.1.0' }
 /** JSON-RPC's implementation-defined server error: a refusal that is not about the message itself. */
 const SERVER_ERROR = -32000
 
-export function createMcpServer(caller: ToolCaller, tools: McpToolSet): Server {
-  const server = new Server(SERVER_INFO, { capabilities: { tools: {} } })
+/** Console lines of one call sent to its client at most; then one line saying the rest were left out. */
+export const MAX_LOG_MESSAGES_PER_CALL = 200
+
+export interface McpServerOptions {
+  /**
+   * A call with a progress token that has sent nothing for this long gets a
+   * progress notification anyway, and again after as long, so that a client
+   * or proxy with an idle timeout keeps it open. Default 15 s.
+   */
+  heartbeatMs?: number
+}
+
+export const DEFAULT_HEARTBEAT_MS = 15_000
+
+export function createMcpServer(caller: ToolCaller, tools: McpToolSet, options: McpServerOptions = {}): Server {
+  const server = new Server(SERVER_INFO, { capabilities: { tools: {}, logging: {} } })
   const outputSchemas = new Map(tools.list.map((tool) => [tool.name, tool.outputSchema]))
+  const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS
 
   server.setRequestHandler('tools/list', () => ({ tools: tools.list }))
 
@@ -58,22 +77,56 @@ export function createMcpServer(caller: ToolCaller, tools: McpToolSet): Server {
     if (!isRecord(args)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, '"arguments" must be an object')
     const progressToken = request.params._meta?.progressToken
     let progress = 0
+    let heartbeat: NodeJS.Timeout | undefined
+    const notifyProgress = (message: string) =>
+      void ctx.mcpReq
+        .notify({
+          method: 'notifications/progress',
+          params: { progressToken: progressToken!, progress: ++progress, message },
+        })
+        .catch(() => {}) // a client that went away still gets nothing; the call finishes regardless
+    // Each notification, a chunk's or the heartbeat's own, puts the next heartbeat off.
+    const beat = () => {
+      clearTimeout(heartbeat)
+      heartbeat = setTimeout(() => {
+        notifyProgress('still running')
+        beat()
+      }, heartbeatMs)
+    }
     const onChunk =
       progressToken === undefined
         ? undefined
-        : (chunk: string) =>
-            void ctx.mcpReq
-              .notify({
-                method: 'notifications/progress',
-                params: { progressToken, progress: ++progress, message: chunk },
-              })
-              .catch(() => {}) // a client that went away still gets nothing; the call finishes regardless
+        : (chunk: string) => {
+            notifyProgress(chunk)
+            beat()
+          }
+    if (progressToken !== undefined) beat()
+    // The function's console lines, sent as log messages at the level the client asked for (the SDK filters).
+    let logged = 0
+    let stopLogs: (() => void) | undefined
+    const onLog = (level: CallLogLevel, text: string) => {
+      logged++
+      if (logged <= MAX_LOG_MESSAGES_PER_CALL) return void ctx.mcpReq.log(level, text, name).catch(() => {})
+      if (logged === MAX_LOG_MESSAGES_PER_CALL + 1)
+        void ctx.mcpReq
+          .log('warning', `more than ${MAX_LOG_MESSAGES_PER_CALL} lines: the rest are left out`, name)
+          .catch(() => {})
+    }
     try {
       // The SDK aborts the signal on notifications/cancelled, and when the HTTP client goes away.
       // MCP carries a traced client's context in _meta (traceparent, tracestate, baggage).
       const meta = request.params._meta
       const traceContext = meta === undefined ? undefined : contextToPass(meta)
-      const text = await caller.call(name, { arguments: args }, { onChunk, signal: ctx.mcpReq.signal, traceContext })
+      const text = await caller.call(
+        name,
+        { arguments: args },
+        {
+          onChunk,
+          signal: ctx.mcpReq.signal,
+          traceContext,
+          onId: (id) => void (stopLogs = listenToCallLogs(id, onLog)),
+        },
+      )
       // The SDK shapes structured content for the client's era (2025 clients need an object).
       return server.projectCallToolResult(tools.result(name, text), outputSchemas.get(name))
     } catch (err) {
@@ -83,6 +136,9 @@ export function createMcpServer(caller: ToolCaller, tools: McpToolSet): Server {
       // A failed tool is a result the model can read, not a protocol error.
       const text = err instanceof ToolCallError ? `${err.type}: ${err.message}` : messageOf(err)
       return { content: [{ type: 'text', text: bounded(text) }], isError: true }
+    } finally {
+      clearTimeout(heartbeat)
+      stopLogs?.()
     }
   })
   return server
@@ -112,42 +168,75 @@ export interface McpHttpOptions {
   maxBodyBytes: number
 }
 
+/** 2025-era sessions: how many at once, and how long one lasts without a request. */
+const SESSION_LIMITS = { maxSessions: 1000, idleMs: 10 * 60_000 }
+/** What a client waits before it reconnects to a dropped stream, and how often a quiet stream gets a comment. */
+const STREAM_TIMING = { retryMs: 1000, keepAliveMs: 15_000 }
+/** Events kept for resumption, across every session: bounded by count, bytes and age. */
+const REPLAY_LIMITS = { maxEvents: 10_000, maxBytes: 16 * 1024 * 1024, windowMs: 5 * 60_000 }
+
 /** The web Request the SDK's handler takes: the headers as sent, the body already read (passed on parsed). */
 function webRequest(req: IncomingMessage, signal: AbortSignal): Request {
   const headers = new Headers()
   for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!)
-  return new Request(new URL(req.url ?? '/', 'http://mcp.invalid'), { method: 'POST', headers, signal })
+  return new Request(new URL(req.url ?? '/', 'http://mcp.invalid'), { method: req.method, headers, signal })
+}
+
+/** Copies a web Response onto Node's; resolves once it is sent or the client has gone. */
+async function sendResponse(response: Response, res: ServerResponse): Promise<void> {
+  const headers: Record<string, string> = {}
+  response.headers.forEach((value, name) => void (headers[name] = value))
+  res.writeHead(response.status, headers)
+  if (!response.body) return void res.end()
+  // A stream the client stopped reading ends here; the SDK has its abort already.
+  await pipeline(Readable.fromWeb(response.body as NodeReadableStream), res).catch(() => {})
 }
 
 /**
  * Serves Streamable HTTP at one path; resolves once the response is
  * complete. Refusals before the SDK sees the request are thrown as HttpError.
+ *
+ * 2026-07-28 requests are served statelessly, one server instance each.
+ * 2025-era clients that `initialize` get a session (mcp-sessions.ts): SSE
+ * streams with a priming event, event ids and `retry`, resumable with
+ * `Last-Event-ID` (GET), cancellable with `notifications/cancelled`; other
+ * 2025-era requests are served statelessly.
  */
 export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
   const tools = describeTools([...caller.tools.values()].map((entry) => entry.tool))
-  const handler = createMcpHandler(() => createMcpServer(caller, tools), {
+  const factory = () => createMcpServer(caller, tools)
+  const handler = createMcpHandler(factory, {
     legacy: 'stateless',
     maxRequestBodySize: options.maxBodyBytes,
+    keepAliveMs: STREAM_TIMING.keepAliveMs,
   })
-  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    // Stateless in both eras: no session to resume (GET) or end (DELETE).
-    if (req.method !== 'POST')
-      return jsonRpcError(res, 405, 'Method not allowed: this MCP endpoint is stateless, POST only', { allow: 'POST' })
+  const sessions = new LegacySessions(factory, new ReplayLog(REPLAY_LIMITS), { ...SESSION_LIMITS, ...STREAM_TIMING })
+  const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const sessionId = req.headers['mcp-session-id']
+    const held = typeof sessionId === 'string' ? sessionId : undefined
+    const gone = new AbortController()
+    res.once('close', () => gone.abort())
+    if (req.method === 'GET' || req.method === 'DELETE') {
+      // A session's stream to resume (Last-Event-ID) or its end; without a session there is nothing to do.
+      const answer = held === undefined ? undefined : sessions.serve(held, webRequest(req, gone.signal))
+      if (answer) return sendResponse(await answer, res)
+      return jsonRpcError(res, 405, 'Method not allowed: GET and DELETE need an MCP session this server holds', {
+        allow: 'POST',
+      })
+    }
+    if (req.method !== 'POST') return jsonRpcError(res, 405, 'Method not allowed', { allow: 'GET, POST, DELETE' })
     requireJson(req)
     const message = await readJsonBody(req, options.maxBodyBytes, undefined)
     if (message === undefined) throw new HttpError(400, 'Parse error: empty body')
     const refusal = refuseMessage(message)
     if (refusal) return jsonRpcError(res, 400, refusal.message, {}, refusal.code)
-    const gone = new AbortController()
-    res.once('close', () => gone.abort())
-    const response = await handler.fetch(webRequest(req, gone.signal), { parsedBody: message })
-    const headers: Record<string, string> = {}
-    response.headers.forEach((value, name) => void (headers[name] = value))
-    res.writeHead(response.status, headers)
-    if (!response.body) return void res.end()
-    // A stream the client stopped reading ends here; the SDK has its abort already.
-    await pipeline(Readable.fromWeb(response.body as NodeReadableStream), res).catch(() => {})
+    const request = webRequest(req, gone.signal)
+    if (isRecord(message) && message.method === 'initialize' && (await isLegacyRequest(request, message)))
+      return sendResponse(await sessions.open(request, message), res)
+    const inSession = held === undefined ? undefined : sessions.serve(held, request, message)
+    return sendResponse(await (inSession ?? handler.fetch(request, { parsedBody: message })), res)
   }
+  return Object.assign(serve, { close: () => sessions.close() })
 }
 
 /**

@@ -33,7 +33,8 @@ describe.skipIf(!chromiumInstalled)('the web console of toolbridge dev, in Chrom
       logger: silentLogger,
       say: (line) => said.push(line),
     })
-    browser = await launchChromium()
+    // A site elsewhere, as a browser sees one: its own name (here served by a server on this machine).
+    browser = await launchChromium(['--host-resolver-rules=MAP elsewhere.example 127.0.0.1'])
     page = await browser.newPage()
     await page.goto(`${session.url}/`)
     await page.locator('body[data-ready="true"]').waitFor()
@@ -166,7 +167,7 @@ describe.skipIf(!chromiumInstalled)('the web console of toolbridge dev, in Chrom
     await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve))
     try {
       const elsewhere = await browser.newPage()
-      await elsewhere.goto(`http://127.0.0.1:${(other.address() as AddressInfo).port}/`)
+      await elsewhere.goto(`http://elsewhere.example:${(other.address() as AddressInfo).port}/`)
       // A "simple" cross-site POST: the browser sends it without asking first, and would not show the answer.
       const status = await elsewhere.evaluate(
         (url) =>

@@ -21,7 +21,7 @@ describe('corsHeaders', () => {
     expect(headers).toMatchObject({
       'access-control-allow-origin': 'http://app.example',
       vary: 'Origin',
-      'access-control-allow-methods': 'GET, POST, OPTIONS',
+      'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
       'access-control-max-age': '600',
     })
     expect(headers['access-control-allow-headers']!.split(', ')).toEqual([

@@ -136,7 +136,8 @@ describe('/mcp serves both eras, chosen per request', () => {
     expect((await initialize('2025-11-25')).body.result).toMatchObject({ protocolVersion: '2025-11-25' })
     const answer = await initialize(MODERN)
     expect(answer.body.result).toMatchObject({ protocolVersion: '2025-11-25', serverInfo: { name: 'toolbridge' } })
-    expect(answer.headers.get('mcp-session-id')).toBeNull() // stateless in this era too
+    // A 2025-era initialize opens an optional session (cancellation, resumption); nothing needs it.
+    expect(answer.headers.get('mcp-session-id')).toMatch(/^[0-9a-f-]{36}$/)
   })
 
   it('speaks the 2026-07-28 wire: server/discover, resultType on every result, server info in _meta', async () => {

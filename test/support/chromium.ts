@@ -14,8 +14,9 @@ if (!chromiumInstalled)
     `skipping the browser tests: no Chromium at ${CHROMIUM_PATH} (apt-get install chromium, or set CHROMIUM_PATH)`,
   )
 
-export async function launchChromium(): Promise<Browser> {
+/** `args`: more of Chromium's switches (e.g. `--host-resolver-rules` for a site elsewhere). */
+export async function launchChromium(args: string[] = []): Promise<Browser> {
   const { chromium } = await import('playwright-core')
   // No sandbox: CI runs as root, where Chromium refuses its sandbox.
-  return chromium.launch({ executablePath: CHROMIUM_PATH, args: ['--no-sandbox'] })
+  return chromium.launch({ executablePath: CHROMIUM_PATH, args: ['--no-sandbox', ...args] })
 }
