@@ -125,7 +125,11 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
   )
   .option(
     '--allowed-origins <origins>',
-    'comma-separated browser origins (scheme://host:port) allowed to call /tools and /mcp; default none (env TOOLBRIDGE_ALLOWED_ORIGINS)',
+    "comma-separated browser origins (scheme://host:port) allowed to call /tools and /mcp besides the gateway's own and, on a loopback address, this machine's (env TOOLBRIDGE_ALLOWED_ORIGINS)",
+  )
+  .option(
+    '--mcp-heartbeat <seconds>',
+    'an MCP call with a progress token, or an SSE stream, quiet this long gets a progress notification or keep-alive comment (env TOOLBRIDGE_MCP_HEARTBEAT; default 15)',
   )
   .option(
     '--allow-unauthenticated',

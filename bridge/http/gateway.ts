@@ -65,6 +65,8 @@ export interface GatewayOptions {
   allowUnauthenticated?: boolean
   /** Calls (/tools/<tool>, /mcp) answered at once; more get 429. */
   maxInFlight?: number
+  /** An MCP call or stream quiet this long gets a progress notification or keep-alive comment; default 15 s. */
+  mcpHeartbeatMs?: number
   metrics?: Metrics
   logger?: Logger
   /** Whether the bridge takes requests now; default: always. */
@@ -132,7 +134,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     // MCP tool calls are given up with the others: their result says so, as an error.
     mcpHandler ??= (await loadMcp()).mcpHttpHandler(
       { ...caller, call: (...args) => untilAbandoned(caller.call(...args)) },
-      { maxBodyBytes: transport.maxMessageBytes },
+      { maxBodyBytes: transport.maxMessageBytes, heartbeatMs: options.mcpHeartbeatMs },
     )
     return mcpHandler(req, res)
   }

@@ -166,12 +166,14 @@ export function jsonRpcError(
 export interface McpHttpOptions {
   /** Bodies over this many bytes get 413. */
   maxBodyBytes: number
+  /** Progress heartbeats and SSE keep-alive comments, this often on a quiet call or stream; default 15 s. */
+  heartbeatMs?: number | undefined
 }
 
 /** 2025-era sessions: how many at once, and how long one lasts without a request. */
 const SESSION_LIMITS = { maxSessions: 1000, idleMs: 10 * 60_000 }
-/** What a client waits before it reconnects to a dropped stream, and how often a quiet stream gets a comment. */
-const STREAM_TIMING = { retryMs: 1000, keepAliveMs: 15_000 }
+/** What a client waits before it reconnects to a dropped stream (ms). */
+const RETRY_MS = 1000
 /** Events kept for resumption, across every session: bounded by count, bytes and age. */
 const REPLAY_LIMITS = { maxEvents: 10_000, maxBytes: 16 * 1024 * 1024, windowMs: 5 * 60_000 }
 
@@ -204,13 +206,18 @@ async function sendResponse(response: Response, res: ServerResponse): Promise<vo
  */
 export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
   const tools = describeTools([...caller.tools.values()].map((entry) => entry.tool))
-  const factory = () => createMcpServer(caller, tools)
+  const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS
+  const factory = () => createMcpServer(caller, tools, { heartbeatMs })
   const handler = createMcpHandler(factory, {
     legacy: 'stateless',
     maxRequestBodySize: options.maxBodyBytes,
-    keepAliveMs: STREAM_TIMING.keepAliveMs,
+    keepAliveMs: heartbeatMs,
   })
-  const sessions = new LegacySessions(factory, new ReplayLog(REPLAY_LIMITS), { ...SESSION_LIMITS, ...STREAM_TIMING })
+  const sessions = new LegacySessions(factory, new ReplayLog(REPLAY_LIMITS), {
+    ...SESSION_LIMITS,
+    retryMs: RETRY_MS,
+    keepAliveMs: heartbeatMs,
+  })
   const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const sessionId = req.headers['mcp-session-id']
     const held = typeof sessionId === 'string' ? sessionId : undefined

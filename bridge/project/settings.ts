@@ -129,9 +129,12 @@ export interface GatewaySettings {
   allowUnauthenticated: boolean
   /** HTTP calls (/tools/<tool>, /mcp) answered at once; more get 429 with Retry-After. */
   maxInFlight: number
+  /** How long an MCP call or stream may stay quiet before a progress notification or keep-alive comment goes out. */
+  mcpHeartbeatMs: number
 }
 
 export const DEFAULT_GATEWAY_MAX_IN_FLIGHT = 128
+export const DEFAULT_MCP_HEARTBEAT_SECONDS = 15
 
 export const PULSAR_CLIENTS = ['builtin', 'native'] as const
 export type PulsarClientKind = (typeof PULSAR_CLIENTS)[number]
@@ -178,6 +181,7 @@ export interface SettingFlags {
   maxRequestBytes?: string
   maxStreamBytes?: string
   maxInFlight?: string
+  mcpHeartbeat?: string
   workerIdleTimeout?: string
   warmWorkers?: string
   releaseMemoryAfter?: string
@@ -281,7 +285,10 @@ const list = (value: string | undefined): string[] =>
 
 function resolveGatewaySettings(flags: SettingFlags, env: Env): GatewaySettings {
   const maxInFlight = flags.maxHttpInFlight ?? env.TOOLBRIDGE_MAX_HTTP_IN_FLIGHT
+  const heartbeat = flags.mcpHeartbeat ?? env.TOOLBRIDGE_MCP_HEARTBEAT
   return {
+    mcpHeartbeatMs:
+      (heartbeat === undefined ? DEFAULT_MCP_HEARTBEAT_SECONDS : integer('--mcp-heartbeat', heartbeat, 1, 300)) * 1000,
     allowedHosts: list(flags.allowedHosts ?? env.TOOLBRIDGE_ALLOWED_HOSTS).map((host) => host.toLowerCase()),
     allowedOrigins: list(flags.allowedOrigins ?? env.TOOLBRIDGE_ALLOWED_ORIGINS).map((origin) => origin.toLowerCase()),
     allowUnauthenticated:
