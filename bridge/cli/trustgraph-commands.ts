@@ -160,6 +160,10 @@ export function addTrustgraphCommands(program: Command): void {
       program
         .command('mcp')
         .description('serve every tool as an MCP server on stdin/stdout, calling it through the broker')
+        .option(
+          '--drain-timeout <seconds>',
+          'when input ends, how long to finish the calls in flight (env TOOLBRIDGE_DRAIN_TIMEOUT; default 30)',
+        )
         .addHelpText('after', example('toolbridge mcp --invoker in-process')),
     ),
   ).action(async (flags: SettingFlags) => {
@@ -171,10 +175,12 @@ export function addTrustgraphCommands(program: Command): void {
     ])
     const project = loadProject(program.opts().config)
     // Without a broker, the tools are served by an embedded bridge in this process.
-    const tools = await connectToTools(project, resolveSettings(flags, process.env, { gateway: false }))
+    const settings = resolveSettings(flags, process.env, { gateway: false })
+    const tools = await connectToTools(project, settings)
     const caller = createToolCaller(project.services, tools.transport)
     try {
-      await serveMcpStdio(caller)
+      // On end of input, the calls in flight are finished first, within the drain timeout.
+      await serveMcpStdio(caller, { drainMs: settings.drainTimeoutMs })
     } finally {
       await caller.close()
       await tools.close()

@@ -18,7 +18,7 @@
  * gateway, behind its Host, Origin and token checks.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { Readable, Writable } from 'node:stream'
+import { PassThrough, Readable, Writable } from 'node:stream'
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web'
 import { pipeline } from 'node:stream/promises'
 import {
@@ -59,6 +59,8 @@ export interface McpServerOptions {
    * or proxy with an idle timeout keeps it open. Default 15 s.
    */
   heartbeatMs?: number
+  /** Told of each tool call as it starts; the function it returns, when the call is answered. */
+  onCall?: () => () => void
 }
 
 export const DEFAULT_HEARTBEAT_MS = 15_000
@@ -75,6 +77,7 @@ export function createMcpServer(caller: ToolCaller, tools: McpToolSet, options: 
     if (!caller.tools.has(name)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool "${name}"`)
     const args = request.params.arguments ?? {}
     if (!isRecord(args)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, '"arguments" must be an object')
+    const answered = options.onCall?.()
     const progressToken = request.params._meta?.progressToken
     let progress = 0
     let heartbeat: NodeJS.Timeout | undefined
@@ -139,6 +142,7 @@ export function createMcpServer(caller: ToolCaller, tools: McpToolSet, options: 
     } finally {
       clearTimeout(heartbeat)
       stopLogs?.()
+      answered?.()
     }
   })
   return server
@@ -247,11 +251,14 @@ export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
 }
 
 /**
- * Serves MCP on stdin/stdout until stdin ends. stdout then belongs to the
- * protocol: anything else written there (a function's console.log, in
- * process or from a worker thread) goes to stderr instead.
+ * Serves MCP on stdin/stdout until stdin ends, then finishes the calls still
+ * in flight (their answers are written as usual) for at most `drainMs`:
+ * piping requests into the command and closing its input is a common first
+ * try. stdout belongs to the protocol: anything else written there (a
+ * function's console.log, in process or from a worker thread) goes to
+ * stderr instead.
  */
-export async function serveMcpStdio(caller: ToolCaller): Promise<void> {
+export async function serveMcpStdio(caller: ToolCaller, { drainMs }: { drainMs: number }): Promise<void> {
   const write = process.stdout.write.bind(process.stdout) as (
     chunk: Uint8Array | string,
     callback: (err?: Error | null) => void,
@@ -265,9 +272,32 @@ export async function serveMcpStdio(caller: ToolCaller): Promise<void> {
     (error) => void protocolOut.write(JSON.stringify({ jsonrpc: '2.0', error, id: null }) + '\n'),
   )
   const tools = describeTools([...caller.tools.values()].map((entry) => entry.tool))
-  const handle = serveStdio(() => createMcpServer(caller, tools), {
-    transport: new StdioServerTransport(lines, protocolOut),
+  let inFlight = 0
+  let idle: (() => void) | undefined
+  const onCall = () => {
+    inFlight++
+    return () => {
+      if (--inFlight === 0) idle?.()
+    }
+  }
+  // The SDK's transport closes, and aborts what runs, when its input ends: it is given an input that
+  // ends only once the calls in flight are answered.
+  const input = new PassThrough()
+  lines.pipe(input, { end: false })
+  const handle = serveStdio(() => createMcpServer(caller, tools, { onCall }), {
+    transport: new StdioServerTransport(input, protocolOut),
   })
   await ended
+  if (inFlight > 0) {
+    let timer: NodeJS.Timeout | undefined
+    await new Promise<void>((resolve) => {
+      idle = resolve
+      timer = setTimeout(resolve, drainMs)
+    })
+    clearTimeout(timer)
+  }
+  // The last answers are on their way to stdout: let them out before the transport closes.
+  await new Promise<void>((resolve) => protocolOut.write('', () => resolve()))
+  input.end()
   await handle.close()
 }
