@@ -28,6 +28,7 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   Server,
+  SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/server'
 import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio'
 import { isRecord, messageOf } from '../../shared/errors.ts'
@@ -48,6 +49,10 @@ const SERVER_INFO = { name: 'toolbridge', version: '0.1.0' }
 
 /** JSON-RPC's implementation-defined server error: a refusal that is not about the message itself. */
 const SERVER_ERROR = -32000
+/** MCP's error for a protocol revision the server does not serve. */
+const UNSUPPORTED_VERSION = -32022
+/** The stateless revision, in which every request names its revision. */
+const MODERN_REVISION = '2026-07-28'
 
 /** Console lines of one call sent to its client at most; then one line saying the rest were left out. */
 export const MAX_LOG_MESSAGES_PER_CALL = 200
@@ -188,6 +193,30 @@ function webRequest(req: IncomingMessage, signal: AbortSignal): Request {
   return new Request(new URL(req.url ?? '/', 'http://mcp.invalid'), { method: req.method, headers, signal })
 }
 
+/** Every revision /mcp serves: 2026-07-28, and the 2025-era ones the SDK's legacy path takes. */
+export const SERVED_VERSIONS = [MODERN_REVISION, ...SUPPORTED_PROTOCOL_VERSIONS]
+
+/**
+ * The SDK's modern path names only 2026-07-28 when it refuses a revision it
+ * does not serve (-32022); a client that could fall back to a 2025 revision
+ * is told every one served.
+ */
+async function withEveryServedVersion(response: Response): Promise<Response> {
+  if (response.status !== 400 || !response.headers.get('content-type')?.includes('json')) return response
+  const text = await response.text()
+  let body: unknown
+  try {
+    body = JSON.parse(text)
+  } catch {
+    return new Response(text, response)
+  }
+  if (isRecord(body) && isRecord(body.error) && body.error.code === UNSUPPORTED_VERSION && isRecord(body.error.data)) {
+    const error = { ...body.error, data: { ...body.error.data, supported: SERVED_VERSIONS } }
+    return new Response(JSON.stringify({ ...body, error }), response)
+  }
+  return new Response(text, response)
+}
+
 /** Copies a web Response onto Node's; resolves once it is sent or the client has gone. */
 async function sendResponse(response: Response, res: ServerResponse): Promise<void> {
   const headers: Record<string, string> = {}
@@ -245,7 +274,8 @@ export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
     if (isRecord(message) && message.method === 'initialize' && (await isLegacyRequest(request, message)))
       return sendResponse(await sessions.open(request, message), res)
     const inSession = held === undefined ? undefined : sessions.serve(held, request, message)
-    return sendResponse(await (inSession ?? handler.fetch(request, { parsedBody: message })), res)
+    if (inSession) return sendResponse(await inSession, res)
+    return sendResponse(await withEveryServedVersion(await handler.fetch(request, { parsedBody: message })), res)
   }
   return Object.assign(serve, { close: () => sessions.close() })
 }

@@ -183,7 +183,10 @@ describe('/mcp serves both eras, chosen per request', () => {
     expect(future.status).toBe(400)
     expect(future.body.error).toMatchObject({
       code: -32022,
-      data: { supported: [MODERN], requested: '2099-01-01' },
+      data: {
+        supported: [MODERN, '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'],
+        requested: '2099-01-01',
+      },
     })
     const unknown = await modern(url, 2, 'no/such-method')
     expect(unknown.body.error).toMatchObject({ code: -32601 })
