@@ -176,6 +176,10 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
     '--mcp-jwks-url <url>',
     "with --mcp-auth oauth: the issuer's key set, when its metadata does not give one (env TOOLBRIDGE_MCP_JWKS_URL)",
   )
+  .option(
+    '--mcp-allow-untyped-tokens',
+    'with --mcp-auth oauth: also take tokens without typ "at+jwt" (no typ, or "JWT"), for issuers that omit it (env TOOLBRIDGE_MCP_ALLOW_UNTYPED_TOKENS=1)',
+  )
   .addHelpText('after', example('toolbridge start --broker amqp://guest:guest@127.0.0.1:5672/'))
   .action(async (flags: SettingFlags & { register?: boolean; timeout?: string; console?: boolean }) => {
     const project = await loadProject(program.opts().config)

@@ -126,8 +126,12 @@ export function createAccessTokenVerifier(settings: OAuthSettings): AccessTokenV
       const token = bearerToken(authorization)
       if (token === undefined) return refusal(401, 'the Authorization header is not "Bearer <token>"', 'invalid_token')
       let payload: JWTPayload
+      let typ: string | undefined
       try {
-        ;({ payload } = await jwtVerify(token, await keySet(), {
+        ;({
+          payload,
+          protectedHeader: { typ },
+        } = await jwtVerify(token, await keySet(), {
           issuer: settings.issuer,
           audience: settings.audience,
           algorithms: ALGORITHMS,
@@ -139,6 +143,11 @@ export function createAccessTokenVerifier(settings: OAuthSettings): AccessTokenV
         // The issuer's keys could not be had: the token may be fine, so try later rather than refuse it.
         return refusal(503, `the authorization server's keys could not be fetched: ${(err as Error).message}`)
       }
+      const type = typeProblem(typ, settings.allowUntypedTokens)
+      if (type) return refusal(401, type, 'invalid_token')
+      // jose checks `iat` only against a maximum age; one from the future is a token not yet issued.
+      if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS)
+        return refusal(401, 'the token\'s "iat" is in the future (beyond the allowed clock skew)', 'invalid_token')
       const granted = new Set(grantedScopes(payload))
       const missing = settings.scopes.filter((scope) => !granted.has(scope))
       if (missing.length > 0)
@@ -146,6 +155,22 @@ export function createAccessTokenVerifier(settings: OAuthSettings): AccessTokenV
       return undefined
     },
   }
+}
+
+/** How far ahead of this machine's clock an issuer's may be. */
+export const CLOCK_SKEW_SECONDS = 60
+
+/**
+ * Why a token of this `typ` is not an access token for this resource: RFC 9068 has access
+ * tokens say `at+jwt` (`application/at+jwt`), so that an ID token or a DPoP proof, signed by
+ * the same keys, is not taken for one. Issuers that omit it are taken with `allowUntyped`.
+ */
+function typeProblem(typ: string | undefined, allowUntyped: boolean): string | undefined {
+  const type = typ?.toLowerCase().replace(/^application\//, '')
+  if (type === 'at+jwt') return undefined
+  if (allowUntyped && (type === undefined || type === 'jwt')) return undefined
+  const named = typ === undefined ? 'has no "typ"' : `has "typ" ${JSON.stringify(typ.slice(0, 40))}`
+  return `the token ${named}, not "at+jwt" (RFC 9068)${allowUntyped ? '' : '; for an issuer that omits it, start with --mcp-allow-untyped-tokens'}`
 }
 
 /** What was wrong with a token, in words that do not repeat it. */

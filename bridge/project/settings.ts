@@ -80,6 +80,11 @@ export interface McpOAuthSettings {
   scopes: string[]
   /** The issuer's key set; undefined: the `jwks_uri` of its metadata. */
   jwksUrl: string | undefined
+  /**
+   * Also take tokens whose header has no `typ`, or `typ: JWT`, for issuers that do not mark their
+   * access tokens `at+jwt` (RFC 9068); any other type (an ID token's, `dpop+jwt`) is still refused.
+   */
+  allowUntypedTokens: boolean
 }
 
 export const MCP_AUTH_KINDS = ['token', 'oauth'] as const
@@ -178,6 +183,7 @@ export interface SettingFlags {
   mcpAudience?: string
   mcpScopes?: string
   mcpJwksUrl?: string
+  mcpAllowUntypedTokens?: boolean
   maxRequestBytes?: string
   maxStreamBytes?: string
   maxInFlight?: string
@@ -326,6 +332,9 @@ function resolveMcpOAuth(flags: SettingFlags, env: Env): McpOAuthSettings | unde
     '--mcp-audience': flags.mcpAudience ?? (env.TOOLBRIDGE_MCP_AUDIENCE || undefined),
     '--mcp-scopes': flags.mcpScopes ?? (env.TOOLBRIDGE_MCP_SCOPES || undefined),
     '--mcp-jwks-url': flags.mcpJwksUrl ?? (env.TOOLBRIDGE_MCP_JWKS_URL || undefined),
+    '--mcp-allow-untyped-tokens':
+      flags.mcpAllowUntypedTokens ??
+      (['1', 'true'].includes(env.TOOLBRIDGE_MCP_ALLOW_UNTYPED_TOKENS ?? '') ? true : undefined),
   }
   if (kind === 'token') {
     const stray = Object.entries(given).find(([, value]) => value !== undefined)
@@ -342,6 +351,7 @@ function resolveMcpOAuth(flags: SettingFlags, env: Env): McpOAuthSettings | unde
     audience: httpUrl('--mcp-audience', given['--mcp-audience']!),
     scopes: (given['--mcp-scopes'] ?? '').split(/[\s,]+/).filter((scope) => scope !== ''),
     jwksUrl: jwksUrl === undefined ? undefined : httpUrl('--mcp-jwks-url', jwksUrl),
+    allowUntypedTokens: given['--mcp-allow-untyped-tokens'] === true,
   }
 }
 

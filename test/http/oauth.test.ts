@@ -100,12 +100,22 @@ beforeAll(async () => {
   stranger = await generateKeyPair('ES256')
   await as.publish(signing, 'es', 'ES256')
   await as.publish(rsa, 'rs', 'RS256')
-  settings = { issuer: as.issuer, audience: AUDIENCE, scopes: ['tools:call'], jwksUrl: undefined }
+  settings = {
+    issuer: as.issuer,
+    audience: AUDIENCE,
+    scopes: ['tools:call'],
+    jwksUrl: undefined,
+    allowUntypedTokens: false,
+  }
 })
 afterAll(() => as?.close())
 
-/** A token as the authorization server issues it, with `claims` over the usual ones. */
-async function token(claims: JWTPayload = {}, key: KeyPair = signing, header = { alg: 'ES256', kid: 'es' }) {
+/** A token as the authorization server issues it (an RFC 9068 access token), with `claims` over the usual ones. */
+async function token(
+  claims: JWTPayload = {},
+  key: KeyPair = signing,
+  header: { alg: string; kid: string; typ?: string | undefined } = { alg: 'ES256', kid: 'es' },
+) {
   const now = Math.floor(Date.now() / 1000)
   return new SignJWT({
     iss: as.issuer,
@@ -116,7 +126,7 @@ async function token(claims: JWTPayload = {}, key: KeyPair = signing, header = {
     scope: 'openid tools:call',
     ...claims,
   })
-    .setProtectedHeader(header)
+    .setProtectedHeader({ typ: 'at+jwt', ...header })
     .sign(key.privateKey)
 }
 
@@ -213,6 +223,35 @@ describe('access tokens checked against the issuer’s published keys', () => {
         refusal: { status: 401, error: 'invalid_token', description },
       })
     }
+  })
+
+  it('refuses a token not typed at+jwt (an ID token, a DPoP proof), unless told to take untyped ones', async () => {
+    const es = { alg: 'ES256', kid: 'es' }
+    expect(await check(`Bearer ${await token({}, signing, { ...es, typ: 'application/at+jwt' })}`)).toBeUndefined()
+    for (const typ of [undefined, 'JWT', 'dpop+jwt']) {
+      const refusal = await check(`Bearer ${await token({}, signing, { ...es, typ })}`)
+      expect(refusal).toMatchObject({ status: 401, error: 'invalid_token' })
+      expect(refusal?.description).toMatch(
+        /not "at\+jwt" \(RFC 9068\); for an issuer that omits it, start with --mcp-allow-untyped-tokens$/,
+      )
+    }
+    const lenient = { allowUntypedTokens: true }
+    expect(await check(`Bearer ${await token({}, signing, { ...es, typ: undefined })}`, lenient)).toBeUndefined()
+    expect(await check(`Bearer ${await token({}, signing, { ...es, typ: 'JWT' })}`, lenient)).toBeUndefined()
+    expect(await check(`Bearer ${await token({}, signing, { ...es, typ: 'dpop+jwt' })}`, lenient)).toMatchObject({
+      status: 401,
+      description: 'the token has "typ" "dpop+jwt", not "at+jwt" (RFC 9068)',
+    })
+  })
+
+  it('refuses a token issued (iat) beyond a small clock skew in the future, and takes one within it', async () => {
+    const now = Math.floor(Date.now() / 1000)
+    expect(await check(`Bearer ${await token({ iat: now + 365 * 24 * HOUR })}`)).toMatchObject({
+      status: 401,
+      error: 'invalid_token',
+      description: 'the token\'s "iat" is in the future (beyond the allowed clock skew)',
+    })
+    expect(await check(`Bearer ${await token({ iat: now + 30 })}`)).toBeUndefined()
   })
 
   it('refuses alg none, an unsigned token, an HMAC token and garbage', async () => {
@@ -445,6 +484,7 @@ describe('--mcp-auth settings', () => {
         TOOLBRIDGE_MCP_AUDIENCE: AUDIENCE,
         TOOLBRIDGE_MCP_SCOPES: 'a, b c',
         TOOLBRIDGE_MCP_JWKS_URL: 'https://id.example.com/keys',
+        TOOLBRIDGE_MCP_ALLOW_UNTYPED_TOKENS: '1',
       },
     )
     expect(resolved.mcpOAuth).toEqual({
@@ -452,6 +492,7 @@ describe('--mcp-auth settings', () => {
       audience: AUDIENCE,
       scopes: ['a', 'b', 'c'],
       jwksUrl: 'https://id.example.com/keys',
+      allowUntypedTokens: true,
     })
     expect(resolveSettings({}, {}).mcpOAuth).toBeUndefined()
   })
