@@ -1,20 +1,34 @@
 /**
  * A client that cancels an MCP call (a closed HTTP stream in either era;
- * notifications/cancelled on stdio) stops the gateway waiting and aborts
- * the function through its context's signal, in process and in a worker
- * thread; the function here counts the cancellations it saw. (Over HTTP a
- * 2025-era notifications/cancelled comes in a request of its own, which a
- * server without sessions cannot match to the call it names.)
+ * notifications/cancelled in a 2025-era session or on stdio) stops the
+ * gateway waiting and aborts the function through its context's signal, in
+ * process and in a worker thread; the function here counts the cancellations
+ * it saw. The clients are the official SDK clients as they come (v1, v2 with
+ * its default negotiation, v2 pinned to 2026-07-28) and the Python `mcp`
+ * client in both eras.
  */
 import { fileURLToPath } from 'node:url'
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio'
+import { execFile } from 'node:child_process'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadProject } from '../../bridge/project/project.ts'
 import { resolveSettings } from '../../bridge/project/settings.ts'
 import { type Runtime, startRuntime } from '../../bridge/runtime.ts'
+import { TRUSTGRAPH_VENV } from '../support/trustgraph.ts'
+
+const PYTHON = join(TRUSTGRAPH_VENV, 'bin/python')
+const PYTHON_CANCEL = fileURLToPath(new URL('../interop/mcp_cancel.py', import.meta.url))
+const pythonMcp = await new Promise<boolean>((resolve) =>
+  execFile(PYTHON, ['-c', 'from mcp import Client'], (err) => resolve(err === null)),
+)
+if (!pythonMcp)
+  console.log(
+    `skipping the Python mcp client's cancellation: no \`mcp\` in ${TRUSTGRAPH_VENV} (scripts/trustgraph-venv.sh)`,
+  )
 
 const YML = fileURLToPath(new URL('../fixtures/mcp-tools/serverless.yml', import.meta.url))
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -75,6 +89,45 @@ for (const invoker of ['in-process', 'local'] as const) {
         await client.close()
       }
     })
+
+    it('from the v1 client as it comes (notifications/cancelled in its 2025-era session)', async () => {
+      const client = new ClientV1({ name: 'cancel-v1', version: '1' })
+      await client.connect(new HttpV1(url))
+      try {
+        const before = await cancellationsSeen(client, 0)
+        await cancelOne((signal) => client.callTool({ name: 'wait', arguments: {} }, undefined, { signal }))
+        expect(await cancellationsSeen(client, before + 1)).toBe(before + 1)
+      } finally {
+        await client.close()
+      }
+    })
+
+    it('from the v2 client as it comes (its default negotiation)', async () => {
+      const client = new Client({ name: 'cancel-v2-default', version: '1' })
+      await client.connect(new StreamableHTTPClientTransport(url))
+      try {
+        const before = await cancellationsSeen(client, 0)
+        await cancelOne((signal) => client.callTool({ name: 'wait', arguments: {} }, { signal }))
+        expect(await cancellationsSeen(client, before + 1)).toBe(before + 1)
+      } finally {
+        await client.close()
+      }
+    })
+
+    for (const mode of ['legacy', '2026-07-28'])
+      it.skipIf(!pythonMcp)(
+        `from the Python mcp client (mode ${mode}), cancelling the task that awaits the call`,
+        async () => {
+          const printed = await new Promise<string>((resolve, reject) =>
+            execFile(PYTHON, [PYTHON_CANCEL, url.href, mode], { timeout: 60_000 }, (err, stdout, stderr) =>
+              err ? reject(new Error(`${err.message}: ${stderr.slice(-2000)}`)) : resolve(stdout),
+            ),
+          )
+          const [before, after] = printed.trim().split(' ').map(Number)
+          expect(after).toBe(before! + 1)
+        },
+        60_000,
+      )
 
     it('from a 2025-era request whose stream the client closes', async () => {
       const client = new ClientV1({ name: 'cancel-v1', version: '1' })
