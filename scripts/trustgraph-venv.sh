@@ -15,6 +15,6 @@ if ! "$VENV/bin/python" -c "import trustgraph.tool_service.joke.service, mcp" 2>
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q "trustgraph-base==$VERSION"
   "$VENV/bin/pip" install -q --no-deps "trustgraph-flow==$VERSION"
-  "$VENV/bin/pip" install -q mcp
+  "$VENV/bin/pip" install -q "mcp==2.3.0"
 fi
 echo "$VENV"
