@@ -219,6 +219,22 @@ export const toolServiceSchema = {
         },
       },
     },
+    answeredStore: {
+      type: 'object',
+      additionalProperties: false,
+      description:
+        'The shared answered-once store (`start --answered-store`): what to do when it cannot say whether a request was answered.',
+      examples: [{ whenDown: 'refuse' }],
+      properties: {
+        whenDown: {
+          enum: ['run', 'refuse'],
+          default: 'run',
+          description:
+            'When the store is unreachable, slow or full: `run` the request anyway (it may run twice), or `refuse` it with an `unavailable` error answer.',
+          examples: ['refuse'],
+        },
+      },
+    },
     deadLetters: {
       type: 'object',
       additionalProperties: false,

@@ -14,6 +14,7 @@ interface DeadLetterFlags extends SettingFlags {
   limit?: string
   wait?: string
   id?: string[]
+  to?: string
 }
 
 /** The queue to read: --queue, else --dead-letter-queue / TOOLBRIDGE_DEAD_LETTER_QUEUE, else the one serverless.yml names. */
@@ -31,6 +32,22 @@ async function queueOf(flags: DeadLetterFlags, configFile: string): Promise<stri
       ? 'no dead-letter queue: give --queue (or TOOLBRIDGE_DEAD_LETTER_QUEUE)'
       : `serverless.yml names several dead-letter queues (${[...named].join(', ')}): give --queue`,
   )
+}
+
+/** Where replay may send dead letters: the request queues of the tool services serverless.yml declares, or --to. */
+async function targetsOf(flags: DeadLetterFlags, configFile: string) {
+  const { loadProject } = await import('../project/project.ts')
+  const { replayTargets } = await import('../core/dead-letters.ts')
+  const services = loadProject(configFile).services
+  if (flags.to !== undefined) {
+    const { parseQueueName } = await import('../../shared/queues.ts')
+    try {
+      parseQueueName(flags.to)
+    } catch (err) {
+      throw new UsageError('--to', (err as Error).message)
+    }
+  }
+  return replayTargets(services, flags.to)
 }
 
 function readOptions(flags: DeadLetterFlags) {
@@ -75,11 +92,12 @@ export function addDeadLetterCommands(program: Command, configFile: () => string
     .addHelpText('after', example(listExample))
     .action(async (flags: DeadLetterFlags) => {
       const queue = await queueOf(flags, configFile())
+      const targets = await targetsOf(flags, configFile())
       const transport = await connect(flags)
       try {
         const { listDeadLetters, describeDeadLetter } = await import('./dead-letter-reader.ts')
         const listed = await listDeadLetters(transport, queue, readOptions(flags))
-        for (const item of listed) console.log(describeDeadLetter(item))
+        for (const item of listed) console.log(describeDeadLetter(item, targets))
         console.error(`toolbridge: ${listed.length} message${listed.length === 1 ? '' : 's'} in ${queue}`)
       } finally {
         await transport.close()
@@ -89,9 +107,12 @@ export function addDeadLetterCommands(program: Command, configFile: () => string
   common(
     group
       .command('replay')
-      .description('send dead letters back to their request queues (all, or those of --id) and take them out'),
+      .description(
+        'send dead letters back to the request queues of the tool services serverless.yml declares (all, or those of --id), to be run again, and take them out',
+      ),
   )
     .option('--id <id...>', 'the dead letters to replay, by the id `list` prints')
+    .option('--to <queue>', 'send them to this queue instead of the one each names (never a response queue)')
     .addHelpText(
       'after',
       example(
@@ -100,11 +121,12 @@ export function addDeadLetterCommands(program: Command, configFile: () => string
     )
     .action(async (flags: DeadLetterFlags) => {
       const queue = await queueOf(flags, configFile())
+      const targets = await targetsOf(flags, configFile())
       const transport = await connect(flags)
       let result: Awaited<ReturnType<typeof import('./dead-letter-reader.ts').replayDeadLetters>>
       try {
         const { replayDeadLetters } = await import('./dead-letter-reader.ts')
-        result = await replayDeadLetters(transport, queue, flags.id, readOptions(flags))
+        result = await replayDeadLetters(transport, queue, flags.id, targets, readOptions(flags))
       } finally {
         await transport.close()
       }

@@ -6,7 +6,8 @@
  * everything goes back to the queue when the caller closes the transport;
  * `replay` acknowledges only what it has published again.
  */
-import { type DeadLetter, readDeadLetter, replayProblem } from '../core/dead-letters.ts'
+import { REPLAY_PROPERTY } from '../core/answered-store.ts'
+import { type DeadLetter, type ReplayTargets, readDeadLetter, replayPlan, replayTarget } from '../core/dead-letters.ts'
 import { DEAD_LETTER_SUBSCRIPTION } from '../core/delivery-guard.ts'
 import type { Consumer, Delivery, Transport } from '../transports/transport.ts'
 
@@ -80,14 +81,18 @@ export interface Replayed {
 
 /**
  * Publishes dead letters (those of `ids`, or all) to the request queues they
- * came from, with their original properties, and takes them out of the
+ * came from (or `targets.to`), with their original properties and the replay
+ * mark (REPLAY_PROPERTY, so that the bridge runs them again rather than
+ * answering from its answered-once memory), and takes them out of the
  * dead-letter queue once the broker has the request. One that cannot be
- * replayed (not a dead letter, its body no request, its queue no queue) stays.
+ * replayed (not a dead letter, not as the bridge writes them, its target not
+ * allowed, its body no request) stays.
  */
 export async function replayDeadLetters(
   transport: Transport,
   queue: string,
   ids: string[] | undefined,
+  targets: ReplayTargets,
   options: ReadOptions = DEFAULT_READ,
 ): Promise<Replayed> {
   const wanted = ids === undefined ? undefined : new Set(ids)
@@ -102,29 +107,38 @@ export async function replayDeadLetters(
     const { deadLetter } = item
     if (wanted !== undefined && !wanted.has(deadLetter.id)) continue
     found.add(deadLetter.id)
-    const problem = replayProblem(deadLetter)
-    if (problem !== undefined) {
-      result.refused.push({ id: deadLetter.id, reason: problem })
+    const plan = replayPlan(deadLetter, targets)
+    if (!plan.ok) {
+      result.refused.push({ id: deadLetter.id, reason: plan.problem })
       continue
     }
     try {
-      await transport.publish(deadLetter.queue, deadLetter.body, deadLetter.properties)
+      await transport.publish(plan.queue, deadLetter.body, {
+        ...deadLetter.properties,
+        [REPLAY_PROPERTY]: deadLetter.id,
+      })
     } catch (err) {
       result.refused.push({ id: deadLetter.id, reason: `could not publish it: ${(err as Error).message}` })
       continue
     }
     item.delivery.ack()
-    result.replayed.push(deadLetter)
+    result.replayed.push({ ...deadLetter, queue: plan.queue })
   }
   await consumer.close()
   if (wanted !== undefined) result.notFound = [...wanted].filter((id) => !found.has(id))
   return result
 }
 
-/** One line for a dead letter: id, when, service, reason, attempts, request id. */
-export function describeDeadLetter(item: Listed): string {
+/**
+ * One line for a dead letter: id, when, service, the queue a replay would send it to, reason,
+ * attempts, request id; then, marked with `!`, why a replay would leave it where it is.
+ */
+export function describeDeadLetter(item: Listed, targets: ReplayTargets): string {
   if (!item.ok) return `(not a dead letter: ${item.message})`
   const d = item.deadLetter
   const requestId = d.properties.id ?? '(none)'
-  return `${d.id}  ${d.time}  ${d.service}  ${d.kind}: ${d.message}  attempts ${d.attempts}  request id ${requestId}`
+  const target = replayTarget(d, targets)
+  const marks = [...d.oddities, ...(target.ok ? [] : [target.problem])].map((mark) => `  ! ${mark}`).join('')
+  const to = target.ok ? target.queue : (targets.to ?? d.queue)
+  return `${d.id}  ${d.time}  ${d.service} -> ${to}  ${d.kind}: ${d.message}  attempts ${d.attempts}  request id ${requestId}${marks}`
 }

@@ -21,6 +21,7 @@ import {
   type DeliveryDefaults,
 } from '../project/settings.ts'
 import { createDeliveryGuard, DEAD_LETTER_SUBSCRIPTION } from './delivery-guard.ts'
+import type { AnsweredStores } from './answered-store.ts'
 import {
   type AnsweredRequest,
   handleRequest,
@@ -48,6 +49,8 @@ export interface BridgeOptions {
   tracing?: Tracing | undefined
   /** maxAge, the answered-once memory and the dead-letter queue for services that do not set their own. */
   delivery?: DeliveryDefaults
+  /** Where the services' answered-once records live; default this process's memory. The caller closes it. */
+  answeredStores?: AnsweredStores
   /**
    * For tests of redelivery: true hands a request back after its answer was
    * published, as a connection lost between the publish confirm and the ack does.
@@ -173,8 +176,11 @@ export function createBridge(options: BridgeOptions): Bridge {
           shape: compileEventShape(spec.shape),
           toolOf: compileToolIdentifier(spec),
           metrics: metrics.forService(spec.id),
-          guard: createDeliveryGuard(spec, options.delivery ?? DEFAULT_DELIVERY, (queue, body, properties) =>
-            transport.publish(queue, body, properties),
+          guard: createDeliveryGuard(
+            spec,
+            options.delivery ?? DEFAULT_DELIVERY,
+            (queue, body, properties) => transport.publish(queue, body, properties),
+            options.answeredStores,
           ),
         }
         const consumer = await transport.consume(

@@ -23,6 +23,7 @@ import { createResponder, type Publish, type Responder } from './responders.ts'
 import type { RequestTrace, Tracing } from '../tracing/tracing.ts'
 import type { Delivery, Transport } from '../transports/transport.ts'
 import type { DeliveryGuard, Ticket } from './delivery-guard.ts'
+import type { AnswerMessages } from './answered-once.ts'
 
 /** One request answered, as the bridge saw it. */
 export interface AnsweredRequest {
@@ -108,9 +109,28 @@ export async function handleRequest(
   settle: Settle,
   settled: () => boolean,
 ): Promise<void> {
-  const request = receive(pipeline, served, delivery, settle, settled)
-  if (request.ticket.remembered) return answerAgain(pipeline, request, request.ticket.remembered)
-  const taken = take(pipeline, request)
+  const ticket = served.guard.ticket(delivery)
+  // Waits while a copy of this request runs here or, with a shared store, on another replica.
+  const claimed = await ticket.claim()
+  if (settled()) {
+    ticket.release() // given back while it waited (the drain ran out): a copy may run
+    return
+  }
+  // The claim ends with the request, whichever way it ends (a no-op once the answer is kept).
+  const settleAndRelease: Settle = (how) => {
+    ticket.release()
+    settle(how)
+  }
+  const request = receive(pipeline, served, delivery, ticket, claimed.remembered, settleAndRelease, settled)
+  if (claimed.trouble) {
+    served.metrics.answeredStoreTrouble(claimed.refused ? 'refused' : 'ran')
+    pipeline.logger.error(
+      { service: served.spec.id, id: request.id },
+      `${claimed.trouble}; ${claimed.refused ? 'refused' : 'run anyway'}`,
+    )
+  }
+  if (claimed.remembered) return answerAgain(pipeline, request, claimed.remembered)
+  const taken: Taken = claimed.refused ? { tool: '', refused: claimed.refused } : take(pipeline, request)
   served.metrics.received(taken.tool, delivery.redelivered)
   const responder = responderFor(pipeline, request)
   try {
@@ -121,6 +141,7 @@ export async function handleRequest(
     request.releaseCancellation()
     if (outcome.ok) pipeline.unloadable.delete(served.spec.id)
     if (request.settled()) {
+      ticket.release()
       request.trace?.unanswered(taken.tool, 'given back to the broker when the drain timed out')
       return
     }
@@ -136,17 +157,18 @@ function receive(
   pipeline: Pipeline,
   served: Served,
   delivery: Delivery,
+  ticket: Ticket,
+  remembered: AnswerMessages | undefined,
   settle: Settle,
   settled: () => boolean,
 ): InFlightRequest {
   const { spec } = served
   const id = delivery.properties[ID_PROPERTY] || UNKNOWN_ID
   const started = performance.now()
-  const ticket = served.guard.ticket(delivery)
   // Only a request that will be invoked listens for its cancellation (a remembered one would never release it).
-  const cancellation = cancellationOf(id === UNKNOWN_ID || ticket.remembered ? undefined : id)
+  const cancellation = cancellationOf(id === UNKNOWN_ID || remembered ? undefined : id)
   if (ticket.distrusted) pipeline.logger.warn({ service: spec.id, id }, `${ticket.distrusted}: its age counts from now`)
-  const trace = ticket.remembered
+  const trace = remembered
     ? undefined
     : pipeline.tracing?.request({
         system: pipeline.transport.kind,
@@ -164,7 +186,7 @@ function receive(
     ticket,
     trace,
     signal: cancellation.signal,
-    onLog: id === UNKNOWN_ID || ticket.remembered ? undefined : callLogSinkOf(id),
+    onLog: id === UNKNOWN_ID || remembered ? undefined : callLogSinkOf(id),
     releaseCancellation: () => cancellation.release(),
     settle,
     settled,
@@ -288,7 +310,12 @@ async function answer(
     }
   }
   request.trace?.answered(tool, sent)
-  ticket.remember()
+  // Kept before the ack: a copy delivered after the ack finds the answer.
+  const notKept = await ticket.remember()
+  if (notKept) {
+    metrics.answeredStoreTrouble('not-kept')
+    logger.error({ service: spec.id, id }, notKept)
+  }
   return sent
 }
 

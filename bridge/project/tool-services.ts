@@ -91,6 +91,8 @@ export interface DeliverySpec {
   idempotent?: boolean
   answeredMemorySize?: number
   answeredMemoryTtlSeconds?: number
+  /** When the shared answered-once store cannot say whether a request was answered: run it anyway (default), or refuse it. */
+  answeredStoreWhenDown?: 'run' | 'refuse'
   deadLetterQueue?: string
   /** Error answers also copied to the dead-letter queue. */
   deadLetterKinds?: ErrorKind[]
@@ -171,6 +173,7 @@ interface ToolServiceBlock {
   maxAge?: number
   idempotent?: boolean
   answeredMemory?: { size?: number; ttl?: number }
+  answeredStore?: { whenDown?: 'run' | 'refuse' }
   deadLetters?: { queue?: string; kinds?: ErrorKind[] }
   tools: ToolBlock[]
   event?: EventShape
@@ -505,6 +508,7 @@ function readDelivery(base: string, block: ToolServiceBlock): { delivery?: Deliv
   if (block.idempotent !== undefined) delivery.idempotent = block.idempotent
   if (block.answeredMemory?.size !== undefined) delivery.answeredMemorySize = block.answeredMemory.size
   if (block.answeredMemory?.ttl !== undefined) delivery.answeredMemoryTtlSeconds = block.answeredMemory.ttl
+  if (block.answeredStore?.whenDown !== undefined) delivery.answeredStoreWhenDown = block.answeredStore.whenDown
   if (block.deadLetters?.queue !== undefined) {
     delivery.deadLetterQueue = checkDeadLetterQueue(`${base}.deadLetters.queue`, block.deadLetters.queue)
   }

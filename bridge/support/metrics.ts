@@ -26,6 +26,8 @@ export interface ServiceMetrics {
   replayed(): void
   /** A request was written to the dead-letter queue, for this reason. */
   deadLettered(kind: ErrorKind): void
+  /** The answered-once store failed: the request was run anyway, refused, or its answer not kept. */
+  answeredStoreTrouble(outcome: 'ran' | 'refused' | 'not-kept'): void
 }
 
 export interface BridgeMetrics {
@@ -40,6 +42,7 @@ const noServiceMetrics: ServiceMetrics = {
   inFlight() {},
   replayed() {},
   deadLettered() {},
+  answeredStoreTrouble() {},
 }
 export const noMetrics: BridgeMetrics = { forService: () => noServiceMetrics, transportReconnected() {} }
 
@@ -114,6 +117,12 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     labelNames: ['service', 'kind'] as const,
     registers,
   })
+  const storeFailures = new Counter({
+    name: 'toolbridge_answered_store_failures_total',
+    help: 'Answered-once store calls that failed (unreachable, slow, full, unreadable), by what became of the request',
+    labelNames: ['service', 'outcome'] as const,
+    registers,
+  })
   const reconnects = new Counter({
     name: 'toolbridge_transport_reconnects_total',
     help: 'Connections to the broker re-established after a loss',
@@ -181,6 +190,7 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
       inFlight: (delta) => serviceInFlight.inc(delta),
       replayed: () => serviceReplays.inc(),
       deadLettered: (kind) => deadLetters.labels(service, wireErrorType(kind)).inc(),
+      answeredStoreTrouble: (outcome) => storeFailures.labels(service, outcome).inc(),
     }
   }
 

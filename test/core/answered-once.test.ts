@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createAnsweredOnce } from '../../bridge/core/answered-once.ts'
+import { createAnsweredOnce, requestKey } from '../../bridge/core/answered-once.ts'
 import { BoundedMemory } from '../../bridge/support/bounded-memory.ts'
 
 const bytes = (text: string) => Buffer.from(text)
@@ -76,59 +76,55 @@ describe('the answered-once memory', () => {
   const limits = { maxEntries: 10, ttlMs: 1000, maxWeight: 10_000 }
 
   it('knows a request by its id and body: the same id with another body is another request', () => {
-    const answered = createAnsweredOnce(limits)
-    const key = answered.keyOf('r1', bytes('{"arguments":"{}"}'))!
-    expect(answered.keyOf('r1', bytes('{"arguments":"{}"}'))).toBe(key)
-    expect(answered.keyOf('r1', bytes('{"arguments":"{\\"n\\":1}"}'))).not.toBe(key)
-    expect(answered.keyOf('r2', bytes('{"arguments":"{}"}'))).not.toBe(key)
+    const key = requestKey('r1', bytes('{"arguments":"{}"}'))!
+    expect(requestKey('r1', bytes('{"arguments":"{}"}'))).toBe(key)
+    expect(requestKey('r1', bytes('{"arguments":"{\\"n\\":1}"}'))).not.toBe(key)
+    expect(requestKey('r2', bytes('{"arguments":"{}"}'))).not.toBe(key)
     expect(key).toMatch(/^[A-Za-z0-9+/]{43}=$/) // a SHA-256, whatever the id's length
   })
 
   it('an id cannot be confused with another id and body that join to the same text', () => {
-    const answered = createAnsweredOnce(limits)
-    expect(answered.keyOf('a', bytes('b'))).not.toBe(answered.keyOf('ab', bytes('')))
-    expect(answered.keyOf('a', bytes('b\u0000'))).not.toBe(answered.keyOf('ab', bytes(''))) // the same UTF-16 bytes without the length
+    expect(requestKey('a', bytes('b'))).not.toBe(requestKey('ab', bytes('')))
+    expect(requestKey('a', bytes('b\u0000'))).not.toBe(requestKey('ab', bytes(''))) // the same UTF-16 bytes without the length
   })
 
   it('tells apart ids that UTF-8 would encode alike (lone surrogates)', () => {
-    const answered = createAnsweredOnce(limits)
-    expect(answered.keyOf('\uD800', bytes('x'))).not.toBe(answered.keyOf('\uD801', bytes('x')))
+    expect(requestKey('\uD800', bytes('x'))).not.toBe(requestKey('\uD801', bytes('x')))
   })
 
   it('never remembers a request without an id', () => {
-    const answered = createAnsweredOnce(limits)
-    expect(answered.keyOf(undefined, bytes('x'))).toBeUndefined()
-    expect(answered.keyOf('', bytes('x'))).toBeUndefined()
+    expect(requestKey(undefined, bytes('x'))).toBeUndefined()
+    expect(requestKey('', bytes('x'))).toBeUndefined()
   })
 
   it('gives back every message of the answer, in order, until the TTL', () => {
     const answered = createAnsweredOnce(limits)
-    const key = answered.keyOf('r1', bytes('body'))!
+    const key = requestKey('r1', bytes('body'))!
     const messages = [bytes('one'), bytes('two'), bytes('end')]
-    answered.remember(key, messages, 0)
-    expect(answered.recall(key, 999)).toStrictEqual(messages)
+    answered.remember(key, { messages, replay: undefined }, 0)
+    expect(answered.recall(key, 999)?.messages).toStrictEqual(messages)
     expect(answered.recall(key, 1000)).toBeUndefined()
   })
 
   it('gives back exactly the bytes published, whatever they are, and none of the buffer they were cut from', () => {
     const answered = createAnsweredOnce(limits)
-    const key = answered.keyOf('r2', bytes('body'))!
+    const key = requestKey('r2', bytes('body'))!
     const everyByte = Buffer.from(Array.from({ length: 256 }, (_, i) => i))
     const slab = Buffer.alloc(8192, 1)
     const view = slab.subarray(100, 103).fill(0xff) // not UTF-8
-    answered.remember(key, [everyByte, view], 0)
+    answered.remember(key, { messages: [everyByte, view], replay: undefined }, 0)
     slab.fill(2)
-    const recalled = answered.recall(key, 0)!
+    const recalled = answered.recall(key, 0)!.messages
     expect(recalled).toStrictEqual([everyByte, Buffer.from([0xff, 0xff, 0xff])])
     expect(recalled[1]!.buffer).not.toBe(slab.buffer)
   })
 
   it('weighs an answer by its bytes: answers over the byte bound are not kept', () => {
     const answered = createAnsweredOnce({ ...limits, maxWeight: 100 }) // the key (46 bytes here) counts too
-    const key = answered.keyOf('r', bytes('b'))!
-    answered.remember(key, [bytes('x'.repeat(100))], 0)
+    const key = requestKey('r', bytes('b'))!
+    answered.remember(key, { messages: [bytes('x'.repeat(100))], replay: undefined }, 0)
     expect(answered.recall(key, 0)).toBeUndefined()
-    answered.remember(key, [bytes('small')], 0)
-    expect(answered.recall(key, 0)).toStrictEqual([bytes('small')])
+    answered.remember(key, { messages: [bytes('small')], replay: undefined }, 0)
+    expect(answered.recall(key, 0)?.messages).toStrictEqual([bytes('small')])
   })
 })

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import { DEAD_LETTER_PREFIX, deadLetterMessage, readDeadLetter, replayProblem } from '../../bridge/core/dead-letters.ts'
+import {
+  DEAD_LETTER_PREFIX,
+  deadLetterMessage,
+  readDeadLetter,
+  replayPlan,
+  replayTargets,
+} from '../../bridge/core/dead-letters.ts'
 import { encodeRequest } from '../../shared/protocol.ts'
 
 const reason = {
@@ -10,6 +16,7 @@ const reason = {
   attempts: 3,
 }
 const when = new Date('2026-12-03T16:00:00.000Z')
+const DL_ID = '0b7c2a4e-5d1f-4c8a-9e3b-6f2d1a0c9b8e'
 
 describe('dead letters', () => {
   it('keep the body as it came, the request properties, and why in properties of their own', () => {
@@ -46,10 +53,17 @@ describe('dead letters', () => {
 
   it('read back: the reason, and the request with only its own properties', () => {
     const body = encodeRequest({ arguments: { n: 1 } })
-    const letter = deadLetterMessage({ body, properties: { id: 'r1' } }, reason, 'dl-1', when)
+    const letter = deadLetterMessage({ body, properties: { id: 'r1' } }, reason, DL_ID, when)
     expect(readDeadLetter(letter.body, letter.properties)).toStrictEqual({
       ok: true,
-      deadLetter: { ...reason, id: 'dl-1', time: '2026-12-03T16:00:00.000Z', body, properties: { id: 'r1' } },
+      deadLetter: {
+        ...reason,
+        id: DL_ID,
+        time: '2026-12-03T16:00:00.000Z',
+        body,
+        properties: { id: 'r1' },
+        oddities: [],
+      },
     })
   })
 
@@ -61,28 +75,83 @@ describe('dead letters', () => {
     })
   })
 
-  it('an unknown kind or attempts that are not a count are read as crash and 0, not refused', () => {
-    const letter = deadLetterMessage({ body: Buffer.from('x'), properties: {} }, reason, 'dl', when)
+  it('an unknown kind, attempts that are not a count, a time or an id the bridge would not write: read, and each named as odd', () => {
+    const letter = deadLetterMessage({ body: Buffer.from('x'), properties: {} }, reason, DL_ID, when)
     letter.properties[`${DEAD_LETTER_PREFIX}kind`] = 'weird'
     letter.properties[`${DEAD_LETTER_PREFIX}attempts`] = 'many'
+    letter.properties[`${DEAD_LETTER_PREFIX}time`] = 'yesterday'
+    letter.properties[`${DEAD_LETTER_PREFIX}id`] = 'mine'
     const read = readDeadLetter(letter.body, letter.properties)
-    expect(read.ok && [read.deadLetter.kind, read.deadLetter.attempts]).toStrictEqual(['crash', 0])
+    if (!read.ok) throw new Error(read.message)
+    expect([read.deadLetter.kind, read.deadLetter.attempts]).toStrictEqual(['crash', 0])
+    expect(read.deadLetter.oddities).toStrictEqual([
+      'its id "mine" is not a UUID',
+      'its kind "weird" is no error kind',
+      'its attempts "many" are no count',
+      'its time "yesterday" is not ISO 8601',
+    ])
   })
 
-  it('replayProblem: none for a request on a queue; the reason for a body that is no request or a queue that is none', () => {
-    const good = readDeadLetter(
-      ...(Object.values(deadLetterMessage({ body: encodeRequest({}), properties: {} }, reason, 'a', when)) as [
-        Uint8Array,
-        Record<string, string>,
-      ]),
-    )
-    if (!good.ok) throw new Error(good.message)
-    expect(replayProblem(good.deadLetter)).toBeUndefined()
-    expect(replayProblem({ ...good.deadLetter, body: Buffer.from('{not json') })).toMatch(
-      /^its body is not a request: /,
-    )
-    expect(replayProblem({ ...good.deadLetter, queue: 'nonsense' })).toMatch(
-      /^its queue "nonsense" is not a queue name: /,
-    )
+  describe('replayPlan', () => {
+    const services = [
+      { id: 'svc', requestQueue: 'request:tg:svc', responseQueue: 'response:tg:svc' },
+      { id: 'other', requestQueue: 'flow:tg:other-in', responseQueue: 'flow:tg:other-out' },
+    ]
+    const declared = replayTargets(services)
+    const letterOf = (body: Uint8Array, change: Partial<typeof reason> = {}) => {
+      const letter = deadLetterMessage({ body, properties: { id: 'r' } }, { ...reason, ...change }, DL_ID, when)
+      const read = readDeadLetter(letter.body, letter.properties)
+      if (!read.ok) throw new Error(read.message)
+      return read.deadLetter
+    }
+    const good = letterOf(encodeRequest({}))
+
+    it("sends a request back to its service's declared request queue, in either spelling", () => {
+      expect(replayPlan(good, declared)).toStrictEqual({ ok: true, queue: 'request:tg:svc' })
+      const spelledAsPulsar = { ...good, queue: 'non-persistent://tg/request/svc' }
+      expect(replayPlan(spelledAsPulsar, declared)).toStrictEqual({ ok: true, queue: spelledAsPulsar.queue })
+    })
+
+    it('refuses a body that is no request, a queue that is none, and properties the bridge would not write', () => {
+      expect(replayPlan({ ...good, body: Buffer.from('{not json') }, declared)).toMatchObject({
+        problem: expect.stringMatching(/^its body is not a request: /),
+      })
+      expect(replayPlan({ ...good, queue: 'nonsense' }, declared)).toMatchObject({
+        problem: expect.stringMatching(/^its queue "nonsense" is not a queue name: /),
+      })
+      expect(replayPlan({ ...good, oddities: ['its id "x" is not a UUID'] }, declared)).toStrictEqual({
+        ok: false,
+        problem: 'not as toolbridge writes dead letters: its id "x" is not a UUID',
+      })
+    })
+
+    it("refuses a queue no declared service reads (a configuration service's), and another service's", () => {
+      expect(replayPlan(letterOf(encodeRequest({}), { queue: 'request:tg:config' }), declared)).toStrictEqual({
+        ok: false,
+        problem:
+          '"request:tg:config" is not the request queue of a tool service serverless.yml declares (--to <queue> sends it elsewhere)',
+      })
+      expect(replayPlan(letterOf(encodeRequest({}), { queue: 'flow:tg:other-in' }), declared)).toStrictEqual({
+        ok: false,
+        problem: 'it names service "svc", but "flow:tg:other-in" is the request queue of "other"',
+      })
+    })
+
+    it('never sends to a response queue, by its class or because a service answers on it, even with --to', () => {
+      for (const queue of ['response:tg:svc', 'non-persistent://tg/response/anything', 'flow:tg:other-out']) {
+        expect(replayPlan({ ...good, queue }, declared)).toStrictEqual({
+          ok: false,
+          problem: `"${queue}" is a response queue: replay sends requests only`,
+        })
+        expect(replayPlan(good, replayTargets(services, queue))).toMatchObject({ ok: false })
+      }
+    })
+
+    it('--to sends it to a queue the operator names, undeclared or not', () => {
+      expect(replayPlan(good, replayTargets(services, 'request:tg:elsewhere'))).toStrictEqual({
+        ok: true,
+        queue: 'request:tg:elsewhere',
+      })
+    })
   })
 })

@@ -3,6 +3,7 @@ import { DEAD_LETTER_PREFIX } from '../../bridge/core/dead-letters.ts'
 import {
   ANSWERED_MEMORY_MAX_BYTES,
   createDeliveryGuard,
+  type DeliveryGuard,
   REMEMBERED_ANSWER_MAX_BYTES,
   type Ticket,
 } from '../../bridge/core/delivery-guard.ts'
@@ -33,10 +34,19 @@ function delivery(id: string | undefined, body = 'body', timestamp?: number): De
   return { body: Buffer.from(body), properties, redelivered: false, timestamp, ack() {}, nack() {} }
 }
 
-/** What the bridge does with a ticket: records each message published, then remembers the answer. */
-function keep(ticket: Ticket, messages: Buffer[]) {
+/** What the bridge does with a ticket: claims the request, records each message published, then remembers the answer. */
+async function keep(ticket: Ticket, messages: Buffer[]) {
+  await ticket.claim()
   for (const message of messages) ticket.record(message)
-  ticket.remember()
+  await ticket.remember()
+}
+
+/** The answer a delivery would be answered with again, without running; the claim ended at once. */
+async function recalled(guard: DeliveryGuard, request: Delivery) {
+  const ticket = guard.ticket(request)
+  const { remembered } = await ticket.claim()
+  ticket.release()
+  return remembered
 }
 
 function setup(extra: Record<string, unknown> = {}, defaults: Partial<DeliveryDefaults> = {}) {
@@ -46,6 +56,7 @@ function setup(extra: Record<string, unknown> = {}, defaults: Partial<DeliveryDe
     spec(extra),
     { ...DEFAULTS, ...defaults },
     async (queue, _body, properties) => void published.push({ queue, properties }),
+    undefined,
     () => now,
   )
   return { guard, published, at: () => now, advance: (ms: number) => void (now += ms) }
@@ -92,50 +103,50 @@ describe('the delivery guard', () => {
     expect(guard.ticket(delivery(undefined)).expired).toBeUndefined()
   })
 
-  it('remembers an answer for the same id and body only, for the TTL', () => {
+  it('remembers an answer for the same id and body only, for the TTL', async () => {
     const { guard, advance } = setup({ answeredMemory: { ttl: 5 } })
     const answer = [Buffer.from('one'), Buffer.from('two')]
-    keep(guard.ticket(delivery('a', 'x')), answer)
-    expect(guard.ticket(delivery('a', 'x')).remembered).toStrictEqual(answer)
-    expect(guard.ticket(delivery('a', 'y')).remembered).toBeUndefined()
-    expect(guard.ticket(delivery('b', 'x')).remembered).toBeUndefined()
+    await keep(guard.ticket(delivery('a', 'x')), answer)
+    expect(await recalled(guard, delivery('a', 'x'))).toStrictEqual(answer)
+    expect(await recalled(guard, delivery('a', 'y'))).toBeUndefined()
+    expect(await recalled(guard, delivery('b', 'x'))).toBeUndefined()
     advance(4_999)
-    expect(guard.ticket(delivery('a', 'x')).remembered).toStrictEqual(answer)
+    expect(await recalled(guard, delivery('a', 'x'))).toStrictEqual(answer)
     advance(1)
-    expect(guard.ticket(delivery('a', 'x')).remembered).toBeUndefined()
+    expect(await recalled(guard, delivery('a', 'x'))).toBeUndefined()
   })
 
-  it('remembers answers up to 64 MiB per service: a streamed answer of a few hundred kilobytes is kept', () => {
+  it('remembers answers up to 64 MiB per service: a streamed answer of a few hundred kilobytes is kept', async () => {
     expect(ANSWERED_MEMORY_MAX_BYTES).toBe(64 * 1024 * 1024)
     const { guard } = setup()
     const answer = Array.from({ length: 10 }, () => Buffer.alloc(50_000, 'x'))
-    keep(guard.ticket(delivery('big')), answer)
-    expect(guard.ticket(delivery('big')).remembered).toStrictEqual(answer)
+    await keep(guard.ticket(delivery('big')), answer)
+    expect(await recalled(guard, delivery('big'))).toStrictEqual(answer)
   })
 
-  it('keeps no answer larger than 4 MiB: a stream held whole while it lasts could be endless', () => {
+  it('keeps no answer larger than 4 MiB: a stream held whole while it lasts could be endless', async () => {
     expect(REMEMBERED_ANSWER_MAX_BYTES).toBe(4 * 1024 * 1024)
     const { guard } = setup()
     const fits = [Buffer.alloc(REMEMBERED_ANSWER_MAX_BYTES - 1), Buffer.alloc(1)]
-    keep(guard.ticket(delivery('fits')), fits)
-    expect(guard.ticket(delivery('fits')).remembered).toStrictEqual(fits)
-    keep(guard.ticket(delivery('over')), [...fits, Buffer.alloc(1)])
-    expect(guard.ticket(delivery('over')).remembered).toBeUndefined()
+    await keep(guard.ticket(delivery('fits')), fits)
+    expect(await recalled(guard, delivery('fits'))).toStrictEqual(fits)
+    await keep(guard.ticket(delivery('over')), [...fits, Buffer.alloc(1)])
+    expect(await recalled(guard, delivery('over'))).toBeUndefined()
   })
 
-  it("holds the bridge's default number of answers when the service sets none", () => {
+  it("holds the bridge's default number of answers when the service sets none", async () => {
     const { guard } = setup({}, { answeredMemorySize: 1 })
-    keep(guard.ticket(delivery('a')), [Buffer.from('A')])
-    keep(guard.ticket(delivery('b')), [Buffer.from('B')])
-    expect(guard.ticket(delivery('a')).remembered).toBeUndefined()
-    expect(guard.ticket(delivery('b')).remembered).toStrictEqual([Buffer.from('B')])
+    await keep(guard.ticket(delivery('a')), [Buffer.from('A')])
+    await keep(guard.ticket(delivery('b')), [Buffer.from('B')])
+    expect(await recalled(guard, delivery('a'))).toBeUndefined()
+    expect(await recalled(guard, delivery('b'))).toStrictEqual([Buffer.from('B')])
   })
 
-  it('an idempotent service, or a memory of size 0, remembers nothing', () => {
+  it('an idempotent service, or a memory of size 0, remembers nothing', async () => {
     for (const extra of [{ idempotent: true }, { answeredMemory: { size: 0 } }]) {
       const { guard } = setup(extra)
-      keep(guard.ticket(delivery('a')), [Buffer.from('x')])
-      expect(guard.ticket(delivery('a')).remembered).toBeUndefined()
+      await keep(guard.ticket(delivery('a')), [Buffer.from('x')])
+      expect(await recalled(guard, delivery('a'))).toBeUndefined()
     }
   })
 

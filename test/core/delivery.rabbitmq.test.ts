@@ -1,6 +1,9 @@
 /** Delivery (maxAge, answered once, dead letters) on RabbitMQ: test/support/delivery-contract.ts. Never stops the broker. */
 import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { connect as amqpConnect } from 'amqplib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -40,9 +43,17 @@ describe.skipIf(!rabbitmqInstalled())('RabbitMQ', () => {
     const run = randomUUID().slice(0, 8)
     const queue = `flow:tg:dlv-cli-${run}-dlq`
     const requestQueue = `flow:tg:dlv-cli-${run}-request`
+    const deadLetterId = randomUUID()
+    // The project whose tool service reads the request queue: replay sends only there.
+    const project = mkdtempSync(join(tmpdir(), 'toolbridge-dlv-cli-'))
+    const config = join(project, 'serverless.yml')
+    writeFileSync(
+      config,
+      `service: dlv\nprovider: { name: aws, runtime: nodejs22.x }\nfunctions:\n  svc:\n    handler: svc.handler\n    toolService:\n      id: svc\n      requestQueue: ${requestQueue}\n      responseQueue: flow:tg:dlv-cli-${run}-response\n      tools: [{ name: svc, description: d }]\n`,
+    )
     let transport: Transport
     const toolbridge = (...args: string[]) =>
-      promisify(execFile)(process.execPath, ['bridge/cli/main.ts', 'dead-letters', ...args], {
+      promisify(execFile)(process.execPath, ['bridge/cli/main.ts', '-c', config, 'dead-letters', ...args], {
         env: { PATH: process.env.PATH ?? '' },
       }).then(
         ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
@@ -66,7 +77,7 @@ describe.skipIf(!rabbitmqInstalled())('RabbitMQ', () => {
       const letter = deadLetterMessage(
         { body: encodeRequest({ arguments: { n: 1 } }), properties: { id: 'req-1' } },
         reason,
-        `dl-${run}`,
+        deadLetterId,
         new Date(),
       )
       await transport.publish(queue, letter.body, letter.properties)
@@ -74,6 +85,7 @@ describe.skipIf(!rabbitmqInstalled())('RabbitMQ', () => {
     afterAll(async () => {
       await transport?.close()
       await drop(`dlv-cli-${run}`)
+      rmSync(project, { recursive: true, force: true })
     })
 
     it('list prints each dead letter and takes nothing out; replay --id sends it back to its queue', async () => {
@@ -82,14 +94,16 @@ describe.skipIf(!rabbitmqInstalled())('RabbitMQ', () => {
         const listed = await toolbridge('list', ...broker)
         expect(listed.code).toBe(0)
         expect(listed.stdout).toMatch(
-          new RegExp(`^dl-${run}  \\S+  svc  too-large: refused  attempts 1  request id req-1\\n$`),
+          new RegExp(
+            `^${deadLetterId}  \\S+  svc -> ${requestQueue}  too-large: refused  attempts 1  request id req-1\\n$`,
+          ),
         )
         expect(listed.stderr).toBe(`toolbridge: 1 message in ${queue}\n`)
       }
-      const replayed = await toolbridge('replay', ...broker, '--id', `dl-${run}`, 'nope')
+      const replayed = await toolbridge('replay', ...broker, '--id', deadLetterId, 'nope')
       expect(replayed).toMatchObject({
         code: 1, // one asked for was not there
-        stdout: `replayed dl-${run} to ${requestQueue}\n`,
+        stdout: `replayed ${deadLetterId} to ${requestQueue}\n`,
         stderr: `toolbridge: no dead letter nope in ${queue}\n`,
       })
       expect((await toolbridge('list', ...broker)).stderr).toBe(`toolbridge: 0 messages in ${queue}\n`)

@@ -347,6 +347,7 @@ function recordingMetrics() {
       inFlight() {},
       replayed() {},
       deadLettered() {},
+      answeredStoreTrouble() {},
     }),
     transportReconnected() {},
   }

@@ -4,8 +4,11 @@
  * redelivered after its answer was published is answered again from memory
  * (every message, in order) without a second call; a request whose answer
  * cannot be published lands in the dead-letter queue with its reason, and
- * `dead-letters replay` gets it answered; a dead-letter queue that cannot be
- * written makes the bridge hand the request back, never drop it.
+ * `dead-letters replay` gets it answered; a dead letter replayed after its
+ * function was fixed runs again; a forged dead letter is refused by replay
+ * and stays; a copy of a request sent while it runs waits for its answer; a
+ * dead-letter queue that cannot be written makes the bridge hand the request
+ * back, never drop it.
  *
  * The function is a counting invoker in this process (the count is what the
  * tests are about); the broker is real. Where a broker refusing an answer is
@@ -17,7 +20,7 @@ import { randomUUID } from 'node:crypto'
 import { afterAll, describe, expect, it } from 'vitest'
 import { listDeadLetters, replayDeadLetters } from '../../bridge/cli/dead-letter-reader.ts'
 import { createBridge, type Bridge } from '../../bridge/core/bridge.ts'
-import { deadLetterMessage } from '../../bridge/core/dead-letters.ts'
+import { deadLetterMessage, replayTargets } from '../../bridge/core/dead-letters.ts'
 import type { Invoker } from '../../bridge/invokers/invoker.ts'
 import type { DeliveryDefaults } from '../../bridge/project/settings.ts'
 import { readToolServices, type ToolServiceSpec } from '../../bridge/project/tool-services.ts'
@@ -63,13 +66,19 @@ function service(id: string, extra: Record<string, unknown> = {}): ToolServiceSp
   return spec!
 }
 
-/** A function that counts its calls: two chunks and an answer, each naming the request's `n`. */
+/**
+ * A function that counts its calls: two chunks and an answer, each naming the request's `n`. While
+ * `broken` it throws instead; while `held` is set, each call waits for it.
+ */
 function counted() {
   const calls: number[] = []
+  const state: { broken: boolean; held: Promise<void> | undefined } = { broken: false, held: undefined }
   const invoker: Invoker = {
     async invoke({ event, onChunk }) {
       const n = (event as { arguments: { n: number } }).arguments.n
       calls.push(n)
+      if (state.broken) return { ok: false, kind: 'function-error', message: `broken at ${n}` }
+      await state.held
       onChunk(`a${n}`)
       onChunk(`b${n}`)
       return { ok: true, text: `c${n}` }
@@ -77,7 +86,7 @@ function counted() {
     prepare: async () => undefined,
     close: async () => {},
   }
-  return { invoker, calls }
+  return { invoker, calls, state }
 }
 
 /** The transport, but publishes to queues `refused()` names fail as a broker's refusal does (not retriable). */
@@ -249,7 +258,10 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
 
       refuseAnswers = false
       const replayed = await withTransport((t) =>
-        replayDeadLetters(t, deadLetterQueue, [item.deadLetter.id, 'no-such-id'], { limit: 100, idleMs: 1500 }),
+        replayDeadLetters(t, deadLetterQueue, [item.deadLetter.id, 'no-such-id'], replayTargets([spec]), {
+          limit: 100,
+          idleMs: 1500,
+        }),
       )
       expect(replayed.replayed.map((d) => d.id)).toStrictEqual([item.deadLetter.id])
       expect(replayed.notFound).toStrictEqual(['no-such-id'])
@@ -295,21 +307,143 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
       // A bridge makes the subscription that keeps the queue's messages.
       await bridgeOf(await profile.transport(), spec, counted().invoker, { delivery: { deadLetterQueue } })
       const reason = { kind: 'crash' as const, message: 'x', service: spec.id, queue: spec.requestQueue, attempts: 1 }
+      const brokenId = randomUUID()
       const broken = deadLetterMessage(
         { body: Buffer.from('{not json'), properties: { id: 'b' } },
         reason,
-        'broken',
+        brokenId,
         new Date(),
       )
       await caller.publish(deadLetterQueue, broken.body, broken.properties)
       const result = await withTransport((t) =>
-        replayDeadLetters(t, deadLetterQueue, ['broken'], { limit: 100, idleMs: 1500 }),
+        replayDeadLetters(t, deadLetterQueue, [brokenId], replayTargets([spec]), { limit: 100, idleMs: 1500 }),
       )
       expect(result.replayed).toStrictEqual([])
       expect(result.refused).toHaveLength(1)
       expect(result.refused[0]!.reason).toMatch(/^its body is not a request/)
       const listed = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1500 }))
-      expect(listed.filter((i) => i.ok && i.deadLetter.id === 'broken')).toHaveLength(1)
+      expect(listed.filter((i) => i.ok && i.deadLetter.id === brokenId)).toHaveLength(1)
+    })
+
+    it('a dead letter replayed after its function was fixed runs again; a redelivery of the replay does not', async () => {
+      const spec = service(`dlv-fix-${run}`, { deadLetters: { kinds: ['function-error'] } })
+      const deadLetterQueue = `flow:tg:dlv-fix-${run}-dlq`
+      const caller = await client()
+      const tap = await ResponseTap.open(caller, spec.responseQueue, profile.limitMs)
+      const { invoker, calls, state } = counted()
+      state.broken = true
+      let lost = 0
+      await bridgeOf(await profile.transport(), spec, invoker, {
+        delivery: { deadLetterQueue },
+        // The replay's first ack is lost: its redelivery must be answered from memory, not run a third time.
+        loseAckAfterAnswer: (id) => id === 'fixed' && !state.broken && lost++ === 0,
+      })
+      await send(caller, spec, 'fixed', 5)
+      await tap.ended('fixed')
+      expect(texts(tap, 'fixed')).toStrictEqual(['error:tool-service-error.'])
+      // Sent again as is, it is answered from memory with the old error.
+      await send(caller, spec, 'fixed', 5)
+      await waitFor('the error, again', () => texts(tap, 'fixed').length >= 2, profile.limitMs)
+      expect(calls).toStrictEqual([5])
+
+      let deadLetterId = ''
+      await waitFor(
+        'the dead letter',
+        async () => {
+          const listed = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1000 }))
+          const found = listed.find((i) => i.ok && i.deadLetter.properties.id === 'fixed')
+          deadLetterId = found?.ok ? found.deadLetter.id : ''
+          return deadLetterId !== ''
+        },
+        profile.limitMs,
+      )
+      state.broken = false // the function is fixed
+      const replayed = await withTransport((t) =>
+        replayDeadLetters(t, deadLetterQueue, [deadLetterId], replayTargets([spec]), { limit: 100, idleMs: 1500 }),
+      )
+      expect(replayed.replayed.map((d) => d.id)).toStrictEqual([deadLetterId])
+      await waitFor('the fixed answer, twice', () => texts(tap, 'fixed').length >= 8, profile.limitMs)
+      expect(texts(tap, 'fixed').slice(2)).toStrictEqual(['a5', 'b5', 'c5.', 'a5', 'b5', 'c5.'])
+      expect(calls).toStrictEqual([5, 5])
+      // The fixed answer replaced the old error: the request sent again as is gets it.
+      await send(caller, spec, 'fixed', 5)
+      await waitFor('the fixed answer, again', () => texts(tap, 'fixed').length >= 11, profile.limitMs)
+      expect(texts(tap, 'fixed').slice(8)).toStrictEqual(['a5', 'b5', 'c5.'])
+      expect(calls).toStrictEqual([5, 5])
+    })
+
+    it('a forged dead letter (aimed at a configuration service, a response queue, another service) is refused by replay and stays', async () => {
+      const spec = service(`dlv-forged-${run}`)
+      const other = service(`dlv-forged-other-${run}`)
+      const deadLetterQueue = `flow:tg:dlv-forged-${run}-dlq`
+      const caller = await client()
+      await bridgeOf(await profile.transport(), spec, counted().invoker, { delivery: { deadLetterQueue } })
+      const configTap = await ResponseTap.open(caller, 'request:tg:config', profile.limitMs)
+      const answerTap = await ResponseTap.open(caller, spec.responseQueue, profile.limitMs)
+      const forged = [
+        {
+          queue: 'request:tg:config',
+          service: spec.id,
+          body: '{"operation":"delete","keys":[{"type":"tool","key":"x"}]}',
+        },
+        { queue: spec.responseQueue, service: spec.id, body: '{"response":"forged","end_of_stream":true}' },
+        { queue: other.requestQueue, service: spec.id, body: JSON.stringify({ arguments: '{"n":1}' }) },
+      ].map((f) => ({ ...f, id: randomUUID() }))
+      for (const f of forged) {
+        const reason = { kind: 'crash' as const, message: 'x', service: f.service, queue: f.queue, attempts: 1 }
+        const letter = deadLetterMessage(
+          { body: Buffer.from(f.body), properties: { id: 'waiting' } },
+          reason,
+          f.id,
+          new Date(),
+        )
+        await caller.publish(deadLetterQueue, letter.body, letter.properties)
+      }
+      const result = await withTransport((t) =>
+        replayDeadLetters(t, deadLetterQueue, undefined, replayTargets([spec, other]), { limit: 100, idleMs: 1500 }),
+      )
+      expect(result.replayed).toStrictEqual([])
+      expect(result.refused).toStrictEqual([
+        {
+          id: forged[0]!.id,
+          reason: expect.stringMatching(/^"request:tg:config" is not the request queue of a tool service/),
+        },
+        { id: forged[1]!.id, reason: `"${spec.responseQueue}" is a response queue: replay sends requests only` },
+        {
+          id: forged[2]!.id,
+          reason: expect.stringMatching(
+            /^it names service "dlv-forged-.*", but ".*" is the request queue of "dlv-forged-other-/,
+          ),
+        },
+      ])
+      const listed = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1500 }))
+      expect(listed.flatMap((i) => (i.ok ? [i.deadLetter.id] : []))).toStrictEqual(forged.map((f) => f.id))
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      expect(configTap.messages('waiting')).toStrictEqual([])
+      expect(answerTap.messages('waiting')).toStrictEqual([])
+    })
+
+    it('a copy of a request sent while it runs waits for its answer: both are answered, the function runs once', async () => {
+      const spec = service(`dlv-copy-${run}`)
+      const caller = await client()
+      const tap = await ResponseTap.open(caller, spec.responseQueue, profile.limitMs)
+      const { invoker, calls, state } = counted()
+      let release: () => void = () => {}
+      state.held = new Promise((resolve) => {
+        release = resolve
+      })
+      await bridgeOf(await profile.transport(), spec, invoker)
+      await send(caller, spec, 'copy', 6)
+      await waitFor('the first run', () => calls.length === 1, profile.limitMs)
+      await send(caller, spec, 'copy', 6) // a client's retry while it runs
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      release()
+      await waitFor('both answers', () => texts(tap, 'copy').length >= 6, profile.limitMs)
+      expect(texts(tap, 'copy')).toStrictEqual(['a6', 'b6', 'c6.', 'a6', 'b6', 'c6.'])
+      // Right after the answer: from memory too.
+      await send(caller, spec, 'copy', 6)
+      await waitFor('the third answer', () => texts(tap, 'copy').length >= 9, profile.limitMs)
+      expect(calls).toStrictEqual([6])
     })
 
     it('a dead-letter queue that cannot be written: the request is handed back and retried, then kept once it can be', async () => {
