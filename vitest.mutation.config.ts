@@ -42,7 +42,7 @@ export const MUTATION_TESTS = [
   'test/invokers/call-pace.test.ts',
   'test/invokers/line-claims.test.ts',
   'test/core/request-age.test.ts',
-  'test/core/answered-once.test.ts',
+  'test/stores/answered-once.test.ts',
   'test/core/dead-letters.test.ts',
   'test/core/delivery-guard.test.ts',
   'test/http/console-feed.test.ts',

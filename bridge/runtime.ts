@@ -17,6 +17,7 @@ import { LocationInvoker } from './invokers/invoker-for-location.ts'
 import { silentLogger, type Logger } from './support/logger.ts'
 import { startIdleCollection } from './support/idle-collection.ts'
 import { createTransport } from './transports/create-transport.ts'
+import { createAnsweredStores } from './stores/create-answered-stores.ts'
 import { MemoryBroker } from './transports/memory/memory-transport.ts'
 import type { Transport } from './transports/transport.ts'
 import { startTracing } from './tracing/start-tracing.ts'
@@ -96,6 +97,7 @@ export async function startRuntime(
     onReconnect: () => metrics.transportReconnected(transport.kind),
   })
   const invoker = new LocationInvoker({ settings, baseDir: project.baseDir, logger })
+  const answeredStores = await createAnsweredStores(settings.delivery.answeredStore, logger)
   const consoleFeed = settings.port === undefined ? undefined : options.console
   const bridge = createBridge({
     transport,
@@ -109,6 +111,7 @@ export async function startRuntime(
     onAnswered: consoleFeed?.answered,
     scrubErrorMessage: settings.debug ? undefined : createPathScrubber(project.baseDir),
     delivery: settings.delivery,
+    answeredStores,
     tracing,
   })
   const clientTransports: Transport[] = []
@@ -132,6 +135,7 @@ export async function startRuntime(
     await gateway?.close({ abandonAfterMs: ANSWER_GRACE_MS })
     await configService?.stop()
     await Promise.all(clientTransports.map((t) => t.close()))
+    await answeredStores.close()
     await tracing?.shutdown()
     unguard?.()
   }

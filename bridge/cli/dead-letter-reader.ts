@@ -6,7 +6,7 @@
  * everything goes back to the queue when the caller closes the transport;
  * `replay` acknowledges only what it has published again.
  */
-import { REPLAY_PROPERTY } from '../core/answered-store.ts'
+import { REPLAY_PROPERTY } from '../stores/answered-store.ts'
 import { type DeadLetter, type ReplayTargets, readDeadLetter, replayPlan, replayTarget } from '../core/dead-letters.ts'
 import { DEAD_LETTER_SUBSCRIPTION } from '../core/delivery-guard.ts'
 import type { Consumer, Delivery, Transport } from '../transports/transport.ts'

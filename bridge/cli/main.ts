@@ -14,6 +14,7 @@ import { ToolCallError } from '../trustgraph/request-client.ts'
 import {
   DEFAULT_ANSWERED_MEMORY_SIZE,
   DEFAULT_ANSWERED_MEMORY_TTL_SECONDS,
+  DEFAULT_ANSWERED_STORE_LEASE_SECONDS,
   DEFAULT_GATEWAY_MAX_IN_FLIGHT,
   DEFAULT_MAX_AGE_SECONDS,
   DEFAULT_MAX_IN_FLIGHT,
@@ -107,6 +108,14 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
   .option(
     '--answered-memory-ttl <seconds>',
     `how long an answer is remembered (env TOOLBRIDGE_ANSWERED_MEMORY_TTL; default ${DEFAULT_ANSWERED_MEMORY_TTL_SECONDS})`,
+  )
+  .option(
+    '--answered-store <url>',
+    'a store every replica shares for the answered-once memory, redis://host:6379 (Redis or Valkey), so that a request runs once across replicas and restarts (env TOOLBRIDGE_ANSWERED_STORE); default: each process remembers its own',
+  )
+  .option(
+    '--answered-store-lease <seconds>',
+    `with --answered-store: how long a replica that died holds a request it was running before another may run it (env TOOLBRIDGE_ANSWERED_STORE_LEASE; default ${DEFAULT_ANSWERED_STORE_LEASE_SECONDS})`,
   )
   .option(
     '--dead-letter-queue <queue>',

@@ -21,7 +21,7 @@ import {
   type DeliveryDefaults,
 } from '../project/settings.ts'
 import { createDeliveryGuard, DEAD_LETTER_SUBSCRIPTION } from './delivery-guard.ts'
-import type { AnsweredStores } from './answered-store.ts'
+import type { AnsweredStores } from '../stores/answered-store.ts'
 import {
   type AnsweredRequest,
   handleRequest,

@@ -23,7 +23,7 @@ import { createResponder, type Publish, type Responder } from './responders.ts'
 import type { RequestTrace, Tracing } from '../tracing/tracing.ts'
 import type { Delivery, Transport } from '../transports/transport.ts'
 import type { DeliveryGuard, Ticket } from './delivery-guard.ts'
-import type { AnswerMessages } from './answered-once.ts'
+import type { AnswerMessages } from '../stores/answered-once.ts'
 
 /** One request answered, as the bridge saw it. */
 export interface AnsweredRequest {

@@ -58,7 +58,18 @@ export interface DeliveryDefaults {
   answeredMemoryTtlMs: number
   /** Where requests that cannot be answered go; undefined: they are logged and dropped. */
   deadLetterQueue: string | undefined
+  /** The answered-once store every replica shares (--answered-store); undefined: each process's own memory. */
+  answeredStore?: SharedStoreSettings | undefined
 }
+
+export interface SharedStoreSettings {
+  /** redis://... or rediss://... (Redis, Valkey) */
+  url: string
+  /** How long a claim holds a request if its replica dies without answering it. */
+  leaseMs: number
+}
+
+export const DEFAULT_ANSWERED_STORE_LEASE_SECONDS = 30
 
 /**
  * TrustGraph's tool-service client waits 600 s for an answer
@@ -202,6 +213,8 @@ export interface SettingFlags {
   maxAge?: string
   answeredMemorySize?: string
   answeredMemoryTtl?: string
+  answeredStore?: string
+  answeredStoreLease?: string
   deadLetterQueue?: string
 }
 
@@ -307,6 +320,36 @@ function resolveGatewaySettings(flags: SettingFlags, env: Env): GatewaySettings 
   }
 }
 
+/** Refuses a URL no store speaks, at start rather than at the first request. */
+function checkAnsweredStoreUrl(flag: string, url: string): string {
+  let protocol: string
+  try {
+    protocol = new URL(url).protocol
+  } catch {
+    throw new UsageError(flag, `"${url.replace(/\/\/[^@/]*@/, '//***@')}" is not a URL (e.g. redis://127.0.0.1:6379)`)
+  }
+  if (protocol !== 'redis:' && protocol !== 'rediss:') {
+    throw new UsageError(flag, `"${protocol}" is not a store toolbridge speaks: redis:// or rediss:// (Redis, Valkey)`)
+  }
+  return url
+}
+
+function resolveAnsweredStore(flags: SettingFlags, env: Env): SharedStoreSettings | undefined {
+  const url = flags.answeredStore ?? (env.TOOLBRIDGE_ANSWERED_STORE || undefined)
+  const lease = flags.answeredStoreLease ?? env.TOOLBRIDGE_ANSWERED_STORE_LEASE
+  if (url === undefined) {
+    if (lease !== undefined)
+      throw new UsageError('--answered-store-lease', 'is for a shared store: give --answered-store too')
+    return undefined
+  }
+  return {
+    url: checkAnsweredStoreUrl('--answered-store', url),
+    leaseMs:
+      (lease === undefined ? DEFAULT_ANSWERED_STORE_LEASE_SECONDS : integer('--answered-store-lease', lease, 1, 3600)) *
+      1000,
+  }
+}
+
 function resolveDeliveryDefaults(flags: SettingFlags, env: Env): DeliveryDefaults {
   const maxAge = flags.maxAge ?? env.TOOLBRIDGE_MAX_AGE
   const size = flags.answeredMemorySize ?? env.TOOLBRIDGE_ANSWERED_MEMORY_SIZE
@@ -321,6 +364,7 @@ function resolveDeliveryDefaults(flags: SettingFlags, env: Env): DeliveryDefault
       1000,
     deadLetterQueue:
       deadLetterQueue === undefined ? undefined : checkDeadLetterQueue('--dead-letter-queue', deadLetterQueue),
+    answeredStore: resolveAnsweredStore(flags, env),
   }
 }
 

@@ -21,6 +21,7 @@ describe('delivery settings: flags and environment', () => {
       answeredMemorySize: 10_000,
       answeredMemoryTtlMs: 600_000,
       deadLetterQueue: undefined,
+      answeredStore: undefined,
     })
   })
 
@@ -30,12 +31,19 @@ describe('delivery settings: flags and environment', () => {
       TOOLBRIDGE_ANSWERED_MEMORY_SIZE: '5',
       TOOLBRIDGE_ANSWERED_MEMORY_TTL: '7',
       TOOLBRIDGE_DEAD_LETTER_QUEUE: 'flow:tg:dead',
+      TOOLBRIDGE_ANSWERED_STORE: 'redis://store:6379',
+      TOOLBRIDGE_ANSWERED_STORE_LEASE: '12',
     }
     expect(resolveSettings({}, env).delivery).toStrictEqual({
       maxAgeMs: 30_000,
       answeredMemorySize: 5,
       answeredMemoryTtlMs: 7_000,
       deadLetterQueue: 'flow:tg:dead',
+      answeredStore: { url: 'redis://store:6379', leaseMs: 12_000 },
+    })
+    expect(resolveSettings({ answeredStore: 'rediss://u:p@other:6380/2' }, {}).delivery.answeredStore).toStrictEqual({
+      url: 'rediss://u:p@other:6380/2',
+      leaseMs: 30_000,
     })
     expect(resolveSettings({ maxAge: '0', deadLetterQueue: 'persistent://tg/x/dead' }, env).delivery).toMatchObject({
       maxAgeMs: 0,
@@ -50,6 +58,13 @@ describe('delivery settings: flags and environment', () => {
     [{ answeredMemorySize: '1.5' }, '--answered-memory-size: "1.5" must be an integer from 0 to 1000000'],
     [{ deadLetterQueue: 'nonsense' }, '--dead-letter-queue: queue "nonsense" is neither'],
     [{ deadLetterQueue: 'request:tg:dead' }, '--dead-letter-queue: "request:tg:dead" is not persistent'],
+    [{ answeredStore: 'memcached://x:11211' }, '--answered-store: "memcached:" is not a store toolbridge speaks'],
+    [{ answeredStore: 'redis://:secret@' + '[' }, '--answered-store: "redis://***@[" is not a URL'],
+    [
+      { answeredStore: 'redis://x:6379', answeredStoreLease: '0' },
+      '--answered-store-lease: "0" must be an integer from 1 to 3600',
+    ],
+    [{ answeredStoreLease: '5' }, '--answered-store-lease: is for a shared store: give --answered-store too'],
   ])('refuse %o', (flags, message) => {
     expect(() => resolveSettings(flags, {})).toThrow(message)
   })
@@ -63,6 +78,7 @@ describe('delivery settings in serverless.yml', () => {
         maxAge: 2.5,
         idempotent: true,
         answeredMemory: { size: 0, ttl: 30 },
+        answeredStore: { whenDown: 'refuse' },
         deadLetters: { queue: 'flow:tg:dead', kinds: ['crash', 'expired'] },
       }).delivery,
     ).toStrictEqual({
@@ -70,6 +86,7 @@ describe('delivery settings in serverless.yml', () => {
       idempotent: true,
       answeredMemorySize: 0,
       answeredMemoryTtlSeconds: 30,
+      answeredStoreWhenDown: 'refuse',
       deadLetterQueue: 'flow:tg:dead',
       deadLetterKinds: ['crash', 'expired'],
     })
@@ -80,6 +97,7 @@ describe('delivery settings in serverless.yml', () => {
     [{ idempotent: 'yes' }, 'functions.f.toolService.idempotent: must be boolean'],
     [{ answeredMemory: { ttl: 0 } }, 'functions.f.toolService.answeredMemory.ttl: must be > 0'],
     [{ answeredMemory: { sise: 3 } }, 'functions.f.toolService.answeredMemory: unknown field "sise"'],
+    [{ answeredStore: { whenDown: 'retry' } }, 'functions.f.toolService.answeredStore.whenDown: must be one of'],
     [{ deadLetters: { kinds: ['config'] } }, 'functions.f.toolService.deadLetters.kinds[0]: must be one of'],
     [
       { deadLetters: { queue: 'response:tg:x' } },

@@ -1,7 +1,7 @@
 /**
  * The dependency rule of docs/architecture.md, checked on every source file:
  *
- *   cli -> dev -> runtime -> http -> {core, trustgraph} -> tracing -> {invokers, transports} -> project -> support -> shared
+ *   cli -> dev -> runtime -> http -> {core, trustgraph} -> tracing -> {invokers, transports, stores} -> project -> support -> shared
  *
  * A file may import from its own folder and from any folder of a lower
  * layer; folders on the same layer do not import each other. `shared/` and
@@ -23,6 +23,7 @@ const LAYERS: [place: string, layer: number][] = [
   ['bridge/project', 2],
   ['bridge/invokers', 3],
   ['bridge/transports', 3],
+  ['bridge/stores', 3], // where answered-once records live: this process's memory, or Redis
   ['bridge/tracing', 3.5], // uses invokers' and transports' types; the core uses it
   ['bridge/core', 4],
   ['bridge/trustgraph', 4],

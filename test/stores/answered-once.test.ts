@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createAnsweredOnce, requestKey } from '../../bridge/core/answered-once.ts'
+import { createAnsweredOnce, requestKey } from '../../bridge/stores/answered-once.ts'
 import { BoundedMemory } from '../../bridge/support/bounded-memory.ts'
 
 const bytes = (text: string) => Buffer.from(text)

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createMemoryAnsweredStore, type Lease } from '../../bridge/core/answered-store.ts'
+import type { Lease } from '../../bridge/stores/answered-store.ts'
+import { createMemoryAnsweredStore } from '../../bridge/stores/memory-answered-store.ts'
 
 const limits = { maxEntries: 10, ttlMs: 60_000, maxWeight: 1_000_000 }
 const answer = (text: string) => [Buffer.from(text)]

@@ -7,9 +7,9 @@
  * later gets the answer kept. A claim that ends without an answer (the
  * request handed back, an answer too large to keep) lets the next copy run.
  *
- * By default the records are this process's (createMemoryAnsweredStore);
+ * By default the records are this process's (memory-answered-store.ts);
  * `--answered-store redis://...` shares them between replicas
- * (bridge/stores/redis-answered-store.ts), where a claim is a lease that
+ * (redis-answered-store.ts), where a claim is a lease that
  * expires if its replica dies.
  *
  * A replayed dead letter carries a replay mark (REPLAY_PROPERTY): an answer
@@ -17,7 +17,7 @@
  * after its function was fixed runs again, and its new answer replaces the old.
  */
 import type { BoundedMemoryLimits } from '../support/bounded-memory.ts'
-import { type AnswerMessages, createAnsweredOnce } from './answered-once.ts'
+import type { AnswerMessages } from './answered-once.ts'
 
 /** Set by `toolbridge dead-letters replay` to the dead letter's id. */
 export const REPLAY_PROPERTY = 'toolbridge-replay'
@@ -51,47 +51,3 @@ export interface AnsweredStores {
 /** Whether an answer kept under `kept` answers a delivery marked `replay`. */
 export const answers = (kept: string | undefined, replay: string | undefined): boolean =>
   replay === undefined || kept === replay
-
-/** This process's memory: claims are promises other copies await, answers a bounded memory. */
-export function createMemoryAnsweredStore(limits: BoundedMemoryLimits, now: () => number = Date.now): AnsweredStore {
-  const answered = createAnsweredOnce(limits)
-  const running = new Map<string, Promise<void>>()
-  return {
-    async claim(key, replay) {
-      // Checked and set with no wait in between, so that of several copies waiting one claims.
-      for (let held = running.get(key); held !== undefined; held = running.get(key)) await held
-      const kept = answered.recall(key, now())
-      if (kept !== undefined && answers(kept.replay, replay)) return { kind: 'answered', messages: kept.messages }
-      let ended = false
-      let end: () => void = () => {}
-      running.set(
-        key,
-        new Promise<void>((resolve) => {
-          end = resolve
-        }),
-      )
-      const release = () => {
-        if (ended) return
-        ended = true
-        running.delete(key)
-        end()
-      }
-      return {
-        kind: 'claimed',
-        lease: {
-          async complete(messages) {
-            if (!ended) answered.remember(key, { messages, replay }, now())
-            release()
-          },
-          release,
-        },
-      }
-    },
-  }
-}
-
-/** The default: each service's records in this process. */
-export const memoryAnsweredStores: AnsweredStores = {
-  forService: (_service, limits, now) => createMemoryAnsweredStore(limits, now),
-  close: async () => {},
-}
