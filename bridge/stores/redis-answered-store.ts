@@ -7,9 +7,11 @@
  *   {"v":1,"state":"answered","replay":"...","messages":["<base64>",...]}   the answer, for the memory's TTL
  *
  * A claim is one `SET key <running> PX <lease> NX GET`: it either creates the
- * lease or returns the record there. The replica holding a lease renews it
- * while the function runs (a third of the lease), so only a replica that died
- * lets it expire, and a copy waiting elsewhere then claims it. A record of a
+ * lease or returns the record there. The replica holding leases renews them
+ * all every third of the lease while their functions run (one timer, one
+ * pipeline), so only a replica that died lets a lease expire, and a copy
+ * waiting elsewhere then claims it. Calls made in the same turn of the event
+ * loop go to Redis in one write (ioredis's auto-pipelining). A record of a
  * newer format (`v`), or one that is not JSON, is not guessed at: the claim
  * says so, and the service's `answeredStore.whenDown` decides.
  *
@@ -92,6 +94,7 @@ export async function createRedisAnsweredStores(options: RedisStoreOptions): Pro
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+    enableAutoPipelining: true,
   })
   let reachable = false
   let everWarned = false
@@ -112,6 +115,21 @@ export async function createRedisAnsweredStores(options: RedisStoreOptions): Pro
     logger.error({ store: where, err: messageOf(err) }, 'answered-once store unreachable at start')
   }
 
+  /** Leases held now: key -> its running record, renewed together. */
+  const held = new Map<string, string>()
+  const renewal = setInterval(
+    () => {
+      if (held.size === 0) return
+      const pipeline = redis.pipeline()
+      for (const [name, running] of held) pipeline.eval(RENEW, 1, name, running, leaseMs)
+      pipeline.exec().catch((err: unknown) => {
+        logger.warn({ store: where, err: messageOf(err) }, 'could not renew leases on the answered-once store')
+      })
+    },
+    Math.max(1, Math.floor(leaseMs / 3)),
+  )
+  renewal.unref()
+
   const unknown = (err: unknown): Claim => ({ kind: 'unknown', reason: `${where}: ${messageOf(err)}` })
 
   function forService(service: string, limits: BoundedMemoryLimits): AnsweredStore {
@@ -127,7 +145,7 @@ export async function createRedisAnsweredStores(options: RedisStoreOptions): Pro
           } catch (err) {
             return unknown(err)
           }
-          if (previous === null) return { kind: 'claimed', lease: leaseOf(name, running, limits.ttlMs) }
+          if (previous === null) return { kind: 'claimed', lease: leaseOf(name, running, replay, limits.ttlMs) }
           const record = readRecord(String(previous))
           if (typeof record === 'string') return { kind: 'unknown', reason: `${where}: ${record}` }
           if (record.state === 'answered') {
@@ -136,7 +154,7 @@ export async function createRedisAnsweredStores(options: RedisStoreOptions): Pro
             }
             try {
               if ((await redis.eval(SWAP, 1, name, String(previous), running, leaseMs)) === 1) {
-                return { kind: 'claimed', lease: leaseOf(name, running, limits.ttlMs) }
+                return { kind: 'claimed', lease: leaseOf(name, running, replay, limits.ttlMs) }
               }
             } catch (err) {
               return unknown(err)
@@ -150,30 +168,17 @@ export async function createRedisAnsweredStores(options: RedisStoreOptions): Pro
     }
   }
 
-  function leaseOf(name: string, running: string, ttlMs: number) {
-    let held = true
-    const renewal = setInterval(
-      () => {
-        redis.eval(RENEW, 1, name, running, leaseMs).catch((err: unknown) => {
-          logger.warn({ store: where, err: messageOf(err) }, 'could not renew a lease on the answered-once store')
-        })
-      },
-      Math.max(1, Math.floor(leaseMs / 3)),
-    )
-    renewal.unref()
-    const end = () => {
-      const was = held
-      held = false
-      clearInterval(renewal)
-      return was
-    }
+  function leaseOf(name: string, running: string, replay: string | undefined, ttlMs: number) {
+    held.set(name, running)
+    // Ended once: a second end, or a complete after a release, does nothing.
+    const end = () => held.get(name) === running && held.delete(name)
     return {
       async complete(messages: AnswerMessages) {
         if (!end()) return
         const record = {
           v: RECORD_FORMAT,
           state: 'answered',
-          replay: (JSON.parse(running) as StoreRecord).replay,
+          replay,
           messages: messages.map((m) => Buffer.from(m.buffer, m.byteOffset, m.byteLength).toString('base64')),
         }
         try {
@@ -195,6 +200,7 @@ export async function createRedisAnsweredStores(options: RedisStoreOptions): Pro
   return {
     forService,
     async close() {
+      clearInterval(renewal)
       redis.disconnect()
     },
   }

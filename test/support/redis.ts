@@ -47,6 +47,7 @@ export async function ownRedis(port: number, args: string[] = []): Promise<{ url
   )
   const url = `redis://127.0.0.1:${port}`
   const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  probe.on('error', () => {}) // refused until the server listens
   for (let attempt = 0; ; attempt++) {
     try {
       await probe.connect()
