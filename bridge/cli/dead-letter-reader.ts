@@ -8,6 +8,7 @@
  */
 import { REPLAY_PROPERTY } from '../stores/answered-store.ts'
 import { type DeadLetter, type ReplayTargets, readDeadLetter, replayPlan, replayTarget } from '../core/dead-letters.ts'
+import { requestSubscription } from '../core/bridge.ts'
 import { DEAD_LETTER_SUBSCRIPTION } from '../core/delivery-guard.ts'
 import type { Consumer, Delivery, Transport } from '../transports/transport.ts'
 
@@ -98,6 +99,21 @@ export async function replayDeadLetters(
   const wanted = ids === undefined ? undefined : new Set(ids)
   const result: Replayed = { replayed: [], refused: [], notFound: [] }
   const found = new Set<string>()
+  const subscribed = new Set<string>()
+  /**
+   * A request queue keeps messages only for a subscription that exists (RabbitMQ drops what no queue is
+   * bound for, Pulsar what no subscription holds): make the service's, as its bridge would, before the first.
+   */
+  const keepFor = async (target: string, service: string) => {
+    if (subscribed.has(target)) return
+    const attached = await transport.consume(
+      target,
+      { subscription: requestSubscription(service), concurrency: 1 },
+      (delivery) => delivery.nack(),
+    )
+    await attached.close()
+    subscribed.add(target)
+  }
   const { listed, consumer } = await readQueue(transport, queue, options)
   for (const item of listed) {
     if (!item.ok) {
@@ -113,6 +129,7 @@ export async function replayDeadLetters(
       continue
     }
     try {
+      if (plan.service !== undefined) await keepFor(plan.queue, plan.service)
       await transport.publish(plan.queue, deadLetter.body, {
         ...deadLetter.properties,
         [REPLAY_PROPERTY]: deadLetter.id,

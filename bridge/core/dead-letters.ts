@@ -134,7 +134,9 @@ export function replayTargets(
   }
 }
 
-export type ReplayTarget = { ok: true; queue: string } | { ok: false; problem: string }
+export type ReplayTarget =
+  /** `service`: the declared tool service that reads `queue`; undefined for a queue named with --to. */
+  { ok: true; queue: string; service?: string } | { ok: false; problem: string }
 
 /** The queue a dead letter would be replayed to, or why it may not be. */
 export function replayTarget(deadLetter: DeadLetter, targets: ReplayTargets): ReplayTarget {
@@ -162,7 +164,7 @@ export function replayTarget(deadLetter: DeadLetter, targets: ReplayTargets): Re
       problem: `it names service "${deadLetter.service}", but "${queue}" is the request queue of "${service}"`,
     }
   }
-  return { ok: true, queue }
+  return { ok: true, queue, service }
 }
 
 /**

@@ -107,9 +107,13 @@ describe('dead letters', () => {
     const good = letterOf(encodeRequest({}))
 
     it("sends a request back to its service's declared request queue, in either spelling", () => {
-      expect(replayPlan(good, declared)).toStrictEqual({ ok: true, queue: 'request:tg:svc' })
+      expect(replayPlan(good, declared)).toStrictEqual({ ok: true, queue: 'request:tg:svc', service: 'svc' })
       const spelledAsPulsar = { ...good, queue: 'non-persistent://tg/request/svc' }
-      expect(replayPlan(spelledAsPulsar, declared)).toStrictEqual({ ok: true, queue: spelledAsPulsar.queue })
+      expect(replayPlan(spelledAsPulsar, declared)).toStrictEqual({
+        ok: true,
+        queue: spelledAsPulsar.queue,
+        service: 'svc',
+      })
     })
 
     it('refuses a body that is no request, a queue that is none, and properties the bridge would not write', () => {

@@ -18,5 +18,10 @@ describe.skipIf(!kafkaAvailable())('Kafka', () => {
   beforeAll(async () => {
     await startKafka() // the running one, or one started now (left running)
   }, 300_000)
-  describeDelivery('Kafka', { transport: () => createTransport(KAFKA_URL), limitMs: 60_000, drop })
+  describeDelivery('Kafka', {
+    transport: () => createTransport(KAFKA_URL),
+    limitMs: 60_000,
+    drop,
+    newGroupsStartAtEnd: true,
+  })
 })

@@ -37,6 +37,11 @@ export interface DeliveryProfile {
   limitMs: number
   /** Removes what the suite left on the broker: every queue or topic whose name contains `run`. */
   drop?(run: string): Promise<void>
+  /**
+   * Kafka: a consumer group that never committed starts at the end of the topic (TrustGraph's `latest`), so what
+   * was published before a service's first bridge ran is not read by it.
+   */
+  newGroupsStartAtEnd?: boolean
 }
 
 const DEFAULTS: DeliveryDefaults = {
@@ -422,6 +427,39 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
       expect(configTap.messages('waiting')).toStrictEqual([])
       expect(answerTap.messages('waiting')).toStrictEqual([])
     })
+
+    it.skipIf(profile.newGroupsStartAtEnd)(
+      'a dead letter replayed to a service whose bridge has not run yet is kept for it, and answered once it runs',
+      async () => {
+        const spec = service(`dlv-first-${run}`)
+        const deadLetterQueue = `flow:tg:dlv-first-${run}-dlq`
+        const caller = await client()
+        const tap = await ResponseTap.open(caller, spec.responseQueue, profile.limitMs)
+        // Another service's bridge makes the subscription that keeps the dead-letter queue's messages.
+        const keeper = await bridgeOf(await profile.transport(), service(`dlv-keeper-${run}`), counted().invoker, {
+          delivery: { deadLetterQueue },
+        })
+        await keeper.bridge.stop()
+        const id = randomUUID()
+        const reason = { kind: 'crash' as const, message: 'x', service: spec.id, queue: spec.requestQueue, attempts: 1 }
+        const letter = deadLetterMessage(
+          { body: encodeRequest({ arguments: { n: 8 } }), properties: { [ID_PROPERTY]: 'first' } },
+          reason,
+          id,
+          new Date(),
+        )
+        await caller.publish(deadLetterQueue, letter.body, letter.properties)
+        const replayed = await withTransport((t) =>
+          replayDeadLetters(t, deadLetterQueue, [id], replayTargets([spec]), { limit: 100, idleMs: 1500 }),
+        )
+        expect(replayed.replayed.map((d) => d.id)).toStrictEqual([id])
+        const { invoker, calls } = counted()
+        await bridgeOf(await profile.transport(), spec, invoker)
+        await tap.ended('first')
+        expect(texts(tap, 'first')).toStrictEqual(['a8', 'b8', 'c8.'])
+        expect(calls).toStrictEqual([8])
+      },
+    )
 
     it('a copy of a request sent while it runs waits for its answer: both are answered, the function runs once', async () => {
       const spec = service(`dlv-copy-${run}`)
