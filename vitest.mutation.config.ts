@@ -43,6 +43,7 @@ export const MUTATION_TESTS = [
   'test/invokers/line-claims.test.ts',
   'test/core/request-age.test.ts',
   'test/stores/answered-once.test.ts',
+  'test/stores/memory-answered-store.test.ts',
   'test/core/dead-letters.test.ts',
   'test/core/delivery-guard.test.ts',
   'test/http/console-feed.test.ts',
