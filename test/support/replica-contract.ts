@@ -94,7 +94,7 @@ export function describeReplicas(name: string, profile: ReplicaProfile): void {
     writeFileSync(runsFile, '')
     const args = ['-c', join(dir, 'serverless.yml'), 'start', '--broker', profile.broker, '--invoker', 'in-process']
     if (shared) args.push('--answered-store', REDIS_URL, '--answered-store-lease', String(LEASE_SECONDS))
-    const env = { REPLICA_RUNS: runsFile, REPLICA_HOLD_MARKER: join(dir, 'held'), TOOLBRIDGE_LOG_LEVEL: 'error' }
+    const env = { REPLICA_RUNS: runsFile, REPLICA_HOLD_MARKER: join(dir, 'held'), TOOLBRIDGE_LOG_LEVEL: 'warn' }
     const replicas = Array.from({ length: REPLICAS }, () => new StartedBridge(args, { env }))
     for (const replica of replicas) cleanups.push(() => replica.stop())
     await Promise.all(replicas.map((r) => r.printed(/^toolbridge: serving on /m)))
@@ -157,8 +157,14 @@ export function describeReplicas(name: string, profile: ReplicaProfile): void {
         `${lost.length} lost, ${ranTwice.length} ran more than once` +
         (ranTwice.length > 0 ? `: ${ranTwice.map(([n, c]) => `${n}×${c}`).join(' ')}` : ''),
     )
+    const left = unanswered()
+    if (lost.length > 0 || left.length > 0) {
+      // What the replicas said, to tell a broker that stalled from a bridge that dropped a request.
+      console.log(`never ran: ${lost.join(' ')}; unanswered: ${left.join(' ')}`)
+      for (const [i, replica] of replicas.entries()) console.log(`replica ${i} said:\n${replica.stderr.slice(-3000)}`)
+    }
     for (const replica of replicas) await replica.stop('SIGTERM')
-    return { lost, ranTwice, unanswered: unanswered() }
+    return { lost, ranTwice, unanswered: left }
   }
 
   describe.skipIf(!redisInstalled())(`${name}: three replicas, one killed mid-call`, () => {
