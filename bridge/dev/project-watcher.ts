@@ -1,48 +1,234 @@
 /**
- * Watches a project's files with node:fs.watch: its top folder, and each
- * folder in it recursively except node_modules and dot folders (.git,
- * .serverless, .esbuild, ...). Watching the top folder recursively would
- * also walk node_modules, where Linux needs one inotify watch per folder:
- * thousands, for files no edit changes. A folder made later at the top is
- * watched from when it appears.
+ * Watches a project's files: one node:fs.watch per folder, never recursive,
+ * kept in step with the tree by this module. Node's recursive watch on Linux
+ * loses a file once an editor has saved it by renaming a temporary file over
+ * it, and a path that went from file to folder and back; a watch on the
+ * folder sees every name in it come and go, whatever the inode behind it.
+ *
+ * node_modules and dot folders (.git, .serverless, .esbuild, ...) are not
+ * watched: Linux needs one inotify watch per folder, thousands of them there,
+ * for files no edit changes. Symbolic links to folders are not followed
+ * unless asked (`followLinks`), and never beyond `maxFolders` folders in all.
+ * A folder that goes has its watches closed with it. A folder that appears is
+ * watched, and each file already in it counts as changed (a `git checkout`
+ * writes them before the watch can be set).
  */
-import { type FSWatcher, readdirSync, statSync, watch } from 'node:fs'
-import { join, sep } from 'node:path'
+import {
+  type Dirent,
+  type FSWatcher,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  watch,
+} from 'node:fs'
+import { basename, join, relative, sep } from 'node:path'
 
 /** Folders whose files are no function's source: dependencies, VCS, build output. */
 export const isIgnored = (relativePath: string) =>
   relativePath.split(sep).some((part) => part === 'node_modules' || part.startsWith('.'))
 
+/** Folders watched at most, unless told otherwise: far more than a project's own, far fewer than a system's limit. */
+export const DEFAULT_MAX_FOLDERS = 10_000
+
+export interface WatchOptions {
+  /** Follow symbolic links to folders (default false): each folder reached counts against maxFolders. */
+  followLinks?: boolean
+  /** Folders watched at most (default DEFAULT_MAX_FOLDERS); beyond it, one problem is reported. */
+  maxFolders?: number
+}
+
+export interface ProjectWatcher {
+  /** Folders watched now: one inotify watch each on Linux. */
+  readonly folders: number
+  close(): void
+}
+
+/** The fix for a full inotify table, named in the message that reports it. */
+const INOTIFY_FIX =
+  'raise the limit with `sudo sysctl fs.inotify.max_user_watches=524288` ' +
+  '(and the same line, without sudo, in /etc/sysctl.d/40-inotify.conf to keep it)'
+
+/** The limit that was reached, read only then: the user namespace's own (Linux 5.11+), else the system's. */
+const inotifyLimit = () => {
+  for (const file of ['/proc/sys/user/max_inotify_watches', '/proc/sys/fs/inotify/max_user_watches']) {
+    try {
+      return readFileSync(file, 'utf8').trim()
+    } catch {}
+  }
+  return undefined
+}
+
 export function watchProject(
   dir: string,
   onChange: (file: string) => void,
-  onError: (err: Error) => void,
-): { close(): void } {
-  const watchers = new Map<string, FSWatcher>()
-  const add = (key: string, path: string, recursive: boolean, prefix: string) => {
-    const watcher = watch(path, { recursive }, (_event, name) => {
-      if (name === null) return
-      const relativePath = prefix + name
-      if (!isIgnored(relativePath)) onChange(join(dir, relativePath))
-      if (!recursive) watchFolder(name)
-    })
-    watcher.on('error', onError)
-    watchers.set(key, watcher)
+  onProblem: (message: string) => void,
+  options: WatchOptions = {},
+): ProjectWatcher {
+  const maxFolders = options.maxFolders ?? DEFAULT_MAX_FOLDERS
+  /**
+   * Watched folders by their path in the project (links followed keep the link's path), with the
+   * inode watched: a folder deleted and made again at the same path is another folder to watch.
+   */
+  const watchers = new Map<string, { watcher: FSWatcher; ino: number }>()
+  /** Real paths of the folders watched when links are followed, so a link back up the tree is not walked twice. */
+  const realOf = new Map<string, string>()
+  const reals = new Set<string>()
+  const reported = new Set<string>()
+  let closed = false
+
+  const problem = (key: string, message: string) => {
+    if (reported.has(key)) return
+    reported.add(key)
+    onProblem(message)
   }
-  const watchFolder = (name: string) => {
-    if (watchers.has(name) || isIgnored(name)) return
-    try {
-      if (!statSync(join(dir, name)).isDirectory()) return
-    } catch {
-      return // gone already
+
+  /** Closes the watches of a folder and of every folder under it. */
+  const unwatch = (folder: string) => {
+    for (const [path, { watcher }] of watchers) {
+      if (path !== folder && !path.startsWith(folder + sep)) continue
+      watcher.close()
+      watchers.delete(path)
+      reals.delete(realOf.get(path)!)
+      realOf.delete(path)
     }
-    add(name, join(dir, name), true, `${name}${sep}`)
   }
-  add('', dir, false, '')
-  for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) watchFolder(entry.name)
+
+  /** What the entry at `path` is, symbolic links followed only when asked; undefined once gone. */
+  const kindOf = (path: string): 'folder' | 'file' | undefined => {
+    try {
+      const stats = lstatSync(path)
+      if (stats.isDirectory()) return 'folder'
+      if (stats.isSymbolicLink() && options.followLinks && statSync(path).isDirectory()) return 'folder'
+      return 'file'
+    } catch {
+      return undefined
+    }
+  }
+
+  const inodeOf = (path: string) => {
+    try {
+      return statSync(path).ino
+    } catch {
+      return undefined
+    }
+  }
+
+  /**
+   * Watches `folder` and the folders under it. `announce`: each file found counts as changed
+   * (the folder is new, so they were written before its watch was set).
+   */
+  const watchTree = (folder: string, announce: boolean) => {
+    const pending = [folder]
+    for (let next = pending.pop(); next !== undefined && !closed; next = pending.pop()) {
+      if (watchers.has(next)) continue
+      if (watchers.size >= maxFolders) {
+        problem(
+          'max-folders',
+          `watching stopped at ${maxFolders} folders: files in ${relative(dir, next) || next} and further are not ` +
+            'watched (a symbolic link to a large folder, or a project this big, is not watched whole)',
+        )
+        return
+      }
+      if (options.followLinks) {
+        let real: string
+        try {
+          real = realpathSync(next)
+        } catch {
+          continue
+        }
+        if (reals.has(real)) continue // a link back to a folder already watched
+        realOf.set(next, real)
+        reals.add(real)
+      }
+      if (!watchFolder(next)) continue
+      let entries: Dirent[]
+      try {
+        entries = readdirSync(next, { withFileTypes: true })
+      } catch {
+        unwatch(next)
+        continue
+      }
+      for (const entry of entries) {
+        const path = join(next, entry.name)
+        if (isIgnored(entry.name)) continue
+        const isFolder =
+          entry.isDirectory() || (entry.isSymbolicLink() && options.followLinks && kindOf(path) === 'folder')
+        if (isFolder) pending.push(path)
+        else if (announce) onChange(path)
+      }
+    }
+  }
+
+  /** Sets the watch of one folder; false when it could not be set (gone, or the system's limit reached). */
+  const watchFolder = (folder: string): boolean => {
+    let watcher: FSWatcher
+    let ino: number
+    try {
+      ino = statSync(folder).ino
+      watcher = watch(folder, { persistent: true }, (_event, name) => {
+        if (name === null) return
+        const path = join(folder, name)
+        if (name !== basename(folder) || kindOf(path) !== undefined) return changed(path)
+        // The folder's own deletion or move, told under its own name before its parent tells of it
+        // (a new folder at the same path may have the old one's inode): watched again if there.
+        unwatch(folder)
+        changed(folder)
+      })
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      if (code === 'ENOSPC') {
+        const limit = inotifyLimit()
+        problem(
+          'ENOSPC',
+          `the system's limit of inotify watches${limit === undefined ? '' : ` (${limit})`} ` +
+            `is reached: files in ${relative(dir, folder) || '.'} and further are not watched, so their edits are not ` +
+            `reloaded; ${INOTIFY_FIX}, then restart toolbridge dev`,
+        )
+      } else if (code !== 'ENOENT' && code !== 'ENOTDIR') {
+        problem(`watch ${folder}`, `${relative(dir, folder) || '.'} is not watched: ${(err as Error).message}`)
+      }
+      return false
+    }
+    // The folder itself went: its parent's watch has seen the name go and closes this one.
+    watcher.on('error', () => unwatch(folder))
+    watchers.set(folder, { watcher, ino })
+    return true
+  }
+
+  /** A name in a watched folder changed: it may be a file, a new folder, or gone. */
+  const changed = (path: string) => {
+    if (closed || isIgnored(relative(dir, path))) return
+    const kind = kindOf(path)
+    if (kind !== 'folder' || watchers.get(path)?.ino !== inodeOf(path)) unwatch(path) // gone, or replaced
+    if (kind === 'folder' && !watchers.has(path)) watchTree(path, true)
+    if (kind === undefined && path === dir) return projectGone()
+    if (kind !== 'folder') onChange(path)
+  }
+
+  const projectGone = () => {
+    problem(
+      'gone',
+      `the project folder ${dir} was moved or deleted: its files are no longer watched; ` +
+        'the code loaded last serves on until toolbridge dev is started again where the project is',
+    )
+    close()
+  }
+
+  const close = () => {
+    closed = true
+    for (const { watcher } of watchers.values()) watcher.close()
+    watchers.clear()
+    realOf.clear()
+    reals.clear()
+  }
+
+  watchTree(dir, false)
   return {
-    close() {
-      for (const watcher of watchers.values()) watcher.close()
+    get folders() {
+      return watchers.size
     },
+    close,
   }
 }
