@@ -48,9 +48,27 @@ interface Backend {
   start(dir: string, onChange: (file: string) => void): Promise<Stop>
 }
 
-const optional = async (specifier: string): Promise<any> => {
+/** The parts of chokidar and @parcel/watcher used here; neither is a dependency of the project. */
+interface Chokidar {
+  watch(
+    dir: string,
+    options: object,
+  ): {
+    on(event: string, listener: (...args: string[]) => void): void
+    close(): Promise<void>
+  }
+}
+interface ParcelWatcher {
+  subscribe(
+    dir: string,
+    onEvents: (err: unknown, events: { path: string }[]) => void,
+    options: object,
+  ): Promise<{ unsubscribe(): Promise<void> }>
+}
+
+const optional = async <T>(specifier: string): Promise<T | undefined> => {
   try {
-    return await import(specifier)
+    return (await import(specifier)) as T
   } catch {
     return undefined
   }
@@ -76,7 +94,7 @@ async function backends(): Promise<Backend[]> {
       },
     },
   ]
-  const chokidar = await optional('chokidar')
+  const chokidar = await optional<Chokidar>('chokidar')
   if (chokidar)
     list.push({
       name: 'chokidar 6',
@@ -86,19 +104,19 @@ async function backends(): Promise<Backend[]> {
           followSymlinks: false,
           ignored: (path: string) => path !== dir && isIgnored(relative(dir, path)),
         })
-        watcher.on('all', (_event: string, path: string) => onChange(path))
-        await new Promise((resolve) => watcher.on('ready', resolve))
+        watcher.on('all', (_event, path) => onChange(path!))
+        await new Promise<void>((resolve) => watcher.on('ready', () => resolve()))
         return () => watcher.close()
       },
     })
-  const parcel = await optional('@parcel/watcher')
+  const parcel = await optional<ParcelWatcher>('@parcel/watcher')
   if (parcel)
     list.push({
       name: '@parcel/watcher',
       async start(dir, onChange) {
         const subscription = await parcel.subscribe(
           dir,
-          (_err: unknown, events: { path: string }[]) => {
+          (_err, events) => {
             for (const event of events ?? []) onChange(event.path)
           },
           { ignore: ['node_modules', '.git'] },

@@ -14,6 +14,7 @@ import { startConfigService, type ConfigService } from './trustgraph/config-serv
 import { checkExposure } from './http/exposure.ts'
 import type { Gateway } from './http/gateway.ts'
 import { LocationInvoker } from './invokers/invoker-for-location.ts'
+import type { Sources } from './invokers/invoker.ts'
 import { silentLogger, type Logger } from './support/logger.ts'
 import { startIdleCollection } from './support/idle-collection.ts'
 import { createTransport } from './transports/create-transport.ts'
@@ -37,8 +38,9 @@ export interface Runtime {
   /**
    * Loads a function's changed code while serving (worker threads; `toolbridge dev`): resolves with
    * why the new code cannot load, the old code serving on; requests in flight finish on the old code.
+   * `sources`: the texts of its files, which every worker of the new code loads instead of the disk's.
    */
-  reload(spec: ToolServiceSpec): Promise<string | undefined>
+  reload(spec: ToolServiceSpec, sources?: Sources): Promise<string | undefined>
   stop(): Promise<void>
 }
 
@@ -184,7 +186,7 @@ export async function startRuntime(
     gateway,
     configService,
     connectClient,
-    reload: (spec) => invoker.reload(spec),
+    reload: (spec, sources) => invoker.reload(spec, sources),
     stop: stopParts,
   }
 }

@@ -29,6 +29,7 @@ import {
   type SettingFlags,
 } from '../project/settings.ts'
 import { LOG_LEVELS } from '../support/logger.ts'
+import { DEFAULT_MAX_FOLDERS } from '../dev/project-watcher.ts'
 import {
   addBrokerOptions,
   addInvokerOptions,
@@ -277,8 +278,12 @@ program
   .addOption(
     new Option('--log-level <level>', 'log level (env TOOLBRIDGE_LOG_LEVEL; default info)').choices(LOG_LEVELS),
   )
+  .option(
+    '--follow-links',
+    `watch the folders symbolic links in the project point to (at most ${DEFAULT_MAX_FOLDERS} folders watched in all)`,
+  )
   .addHelpText('after', example('toolbridge dev --port 8080'))
-  .action(async (flags: SettingFlags) => {
+  .action(async (flags: SettingFlags & { followLinks?: boolean }) => {
     // Worker threads: a function's new code loads in a new worker, which an in-process module cache cannot do.
     const settings = { ...resolveSettings({ ...flags, invoker: 'local' }), broker: undefined }
     if (settings.port === undefined) throw new UsageError('--port', 'dev serves the console over HTTP: give a port')
@@ -287,7 +292,11 @@ program
       import('../dev/dev-session.ts'),
     ])
     const logger = createLogger(settings.logLevel)
-    const session = await startDev(program.opts().config, settings, { logger, say: (line) => console.log(line) })
+    const session = await startDev(program.opts().config, settings, {
+      logger,
+      say: (line) => console.log(line),
+      watch: { followLinks: flags.followLinks === true },
+    })
     for (const spec of session.project.services)
       console.log(`  ${spec.id} (${spec.response}): ${spec.tools.map((t) => t.name).join(', ')}`)
     console.log(`toolbridge dev: console at ${consoleUrl(session.url, settings.httpToken)}`)

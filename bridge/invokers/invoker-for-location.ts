@@ -8,7 +8,7 @@
 import type { Settings } from '../project/settings.ts'
 import type { FunctionLocation, HandlerLocation, HttpLocation, LambdaLocation } from '../project/tool-services.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
-import type { FunctionTarget, Invocation, Invoker, Outcome } from './invoker.ts'
+import type { FunctionTarget, Invocation, Invoker, Outcome, Sources } from './invoker.ts'
 
 export interface LocationInvokerOptions {
   settings: Pick<Settings, 'invoker' | 'lambda' | 'env' | 'workers'> & {
@@ -79,10 +79,10 @@ export class LocationInvoker implements Invoker {
   }
 
   /** Loads a function's changed code anew where its invoker can (worker threads); elsewhere there is nothing to do. */
-  async reload(target: FunctionTarget): Promise<string | undefined> {
+  async reload(target: FunctionTarget, sources?: Sources): Promise<string | undefined> {
     if (target.location.kind !== 'handler') return undefined
     const invoker = await this.handlers()
-    return invoker.reload?.(target as FunctionTarget<HandlerLocation>)
+    return invoker.reload?.(target as FunctionTarget<HandlerLocation>, sources)
   }
 
   async close(): Promise<void> {

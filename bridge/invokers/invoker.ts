@@ -68,9 +68,10 @@ export interface Invoker<L extends FunctionLocation = FunctionLocation> {
   prepare: (target: FunctionTarget<L>) => Promise<string | undefined>
   /**
    * Where an invoker can load a function's changed code while serving (`toolbridge dev`): resolves
-   * with an error message if the new code cannot load, the old code serving on.
+   * with an error message if the new code cannot load, the old code serving on. `sources`: the
+   * texts of the function's own files by path, which its environments load instead of the disk's.
    */
-  reload?: (target: FunctionTarget<L>) => Promise<string | undefined>
+  reload?: (target: FunctionTarget<L>, sources?: Sources) => Promise<string | undefined>
   close(): Promise<void>
 }
 
@@ -91,3 +92,6 @@ export function functionError(errorType: string, message: string): Outcome {
     message: errorType && errorType !== 'Error' ? `${errorType}: ${message}` : message,
   }
 }
+
+/** The texts of a function's own files, by absolute path. */
+export type Sources = Readonly<Record<string, string>>

@@ -30,7 +30,11 @@ export interface LambdaContext {
 const EXTENSIONS = ['.ts', '.mts', '.mjs', '.js', '.cjs']
 
 /** `functions/joke/handler.handler` -> the module file and the export name. */
-export function resolveHandler(baseDir: string, handler: string): { file: string; exportName: string } {
+export function resolveHandler(
+  baseDir: string,
+  handler: string,
+  exists: (file: string) => boolean = existsSync,
+): { file: string; exportName: string } {
   const dot = handler.lastIndexOf('.')
   if (dot <= 0) throw new Error(`handler "${handler}" must be <path>.<export>, e.g. functions/joke/handler.handler`)
   const base = resolve(baseDir, handler.slice(0, dot))
@@ -41,7 +45,7 @@ export function resolveHandler(baseDir: string, handler: string): { file: string
       `handler "${handler}" is outside the project directory; give a path relative to serverless.yml, inside it`,
     )
   }
-  const found = EXTENSIONS.map((ext) => base + ext).filter((candidate) => existsSync(candidate))
+  const found = EXTENSIONS.map((ext) => base + ext).filter((candidate) => exists(candidate))
   const insideDependency = base.split(sep).includes('node_modules')
   // Node strips types only outside node_modules: there, built JavaScript is the only module that can load.
   const file = insideDependency ? (found.find((f) => !isTypeScript(f)) ?? found[0]) : found[0]
@@ -57,8 +61,13 @@ const nodeModulesTypeScript = (file: string) =>
   '(ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING); fix: have that package ship JavaScript (built, e.g. with tsc, its exports pointing at the .js), ' +
   'or keep the TypeScript in your own project, outside node_modules'
 
-export async function loadHandler(baseDir: string, handler: string): Promise<LambdaHandler> {
-  const { file, exportName } = resolveHandler(baseDir, handler)
+/** `exists`: whether a module file is there to load (a worker given its sources has them whatever the disk holds). */
+export async function loadHandler(
+  baseDir: string,
+  handler: string,
+  exists: (file: string) => boolean = existsSync,
+): Promise<LambdaHandler> {
+  const { file, exportName } = resolveHandler(baseDir, handler, exists)
   const module = (await import(pathToFileURL(file).href).catch((err: NodeJS.ErrnoException) => {
     // The handler is the user's own, but something it imports is TypeScript in a dependency.
     if (err.code === 'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING') {

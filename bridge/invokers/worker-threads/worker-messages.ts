@@ -26,6 +26,8 @@ export interface WorkerSetup {
    * sent while one runs wait in line, and these cells say which have started (line-claims.ts).
    */
   claims: Int32Array | undefined
+  /** The texts of the function's own files, loaded instead of the disk's (pinned-sources.ts); undefined: from disk. */
+  sources?: Readonly<Record<string, string>>
 }
 
 /** One invocation as sent to a worker; `id` names it in every message about it. */

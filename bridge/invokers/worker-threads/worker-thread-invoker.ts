@@ -49,6 +49,7 @@ import {
   type InvocationTrace,
   type Invoker,
   type Outcome,
+  type Sources,
 } from '../invoker.ts'
 import { DEFAULT_MAX_STREAM_BYTES } from '../run-handler.ts'
 import { CORES, type EnvironmentHooks, Pool, type PooledEnvironment } from './worker-pool.ts'
@@ -575,8 +576,8 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
    * and the load error is returned; otherwise new invocations go to workers of the new code and the
    * old workers end once the invocations they have taken are answered.
    */
-  async reload(target: FunctionTarget<HandlerLocation>): Promise<string | undefined> {
-    const fresh = this.newPool(target)
+  async reload(target: FunctionTarget<HandlerLocation>, sources?: Sources): Promise<string | undefined> {
+    const fresh = this.newPool(target, sources)
     const env = await fresh.acquire()
     const loadError = await env.ready
     if (loadError) {
@@ -628,7 +629,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
     return pool
   }
 
-  private newPool(target: FunctionTarget<HandlerLocation>): Pool<Environment> {
+  private newPool(target: FunctionTarget<HandlerLocation>, sources?: Sources): Pool<Environment> {
     const perWorker = target.invocationsPerWorker ?? 1
     const options: EnvironmentOptions = {
       setup: {
@@ -639,6 +640,7 @@ export class WorkerThreadInvoker implements Invoker<HandlerLocation> {
         compileCacheDir: getCompileCacheDir(),
         offHeapLimitBytes: target.memoryMb === undefined ? undefined : target.memoryMb * MB,
         claims: undefined, // each environment's own
+        sources,
       },
       memoryMb: target.memoryMb,
       env: functionEnvironment(target, this.baseDir),

@@ -7,12 +7,14 @@
  * function's `invocationsPerWorker`, it runs whatever it is sent at once.
  * Messages: worker-messages.ts.
  */
+import { existsSync } from 'node:fs'
 import { getHeapStatistics } from 'node:v8'
 import { parentPort, workerData } from 'node:worker_threads'
 import { ChunkSender } from './chunk-credit.ts'
 import { type FunctionLogLevel, withFunctionConsole } from '../function-console.ts'
 import { LineClaims } from './line-claims.ts'
 import { describeLoadError } from '../load-error.ts'
+import { loadFromSources } from './pinned-sources.ts'
 import {
   describeError,
   lambdaContext,
@@ -38,7 +40,13 @@ const send = (message: FromWorker) => port.postMessage(post(message))
 
 let handler: LambdaHandler
 try {
-  handler = await loadHandler(setup.baseDir, setup.handler)
+  const sources = setup.sources
+  if (sources) loadFromSources(sources)
+  handler = await loadHandler(
+    setup.baseDir,
+    setup.handler,
+    sources && ((file) => Object.hasOwn(sources, file) || existsSync(file)),
+  )
   send({ type: 'ready', heapLimitBytes: getHeapStatistics().heap_size_limit })
 } catch (err) {
   send({ type: 'load-error', message: describeLoadError(err) })
