@@ -6,6 +6,7 @@
  */
 import { wireErrorType } from '../../../shared/protocol.ts'
 import type { AnsweredRequest } from '../../core/bridge.ts'
+import { EventStreams } from './event-streams.ts'
 import { RequestLog } from './request-log.ts'
 import { ToolStats } from './tool-stats.ts'
 
@@ -27,6 +28,8 @@ const SAMPLES_PER_MINUTE = 1000
 export class ConsoleFeed {
   readonly log = new RequestLog(LOG_CAPACITY)
   readonly stats = new ToolStats({ minutes: CHART_MINUTES, samplesPerMinute: SAMPLES_PER_MINUTE })
+  /** The console's event streams, which outlive a restart of the gateway as the log does. */
+  readonly streams = new EventStreams(this)
   private current: CodeStatus | undefined
   private readonly statusListeners = new Set<(status: CodeStatus) => void>()
 

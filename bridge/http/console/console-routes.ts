@@ -9,6 +9,7 @@
  *   GET /console/app.js|css    its script (and the module it imports) and style
  *   GET /console/api/tools     services, tools, their TrustGraph descriptors and MCP schemas
  *   GET /console/api/events    server-sent events: `request` per answered request, `status` of the code
+ *                              (event-streams.ts: how many at once, and a reader that falls behind)
  *   GET /console/api/stats     per tool and minute: requests, errors, p50/p99 latency
  */
 import { readFileSync } from 'node:fs'
@@ -40,9 +41,6 @@ const PAGE_HEADERS = {
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-cache',
 }
-
-/** Keeps proxies and idle timers from closing a quiet event stream. */
-const HEARTBEAT_MS = 15_000
 
 export const isConsoleApi = (path: string) => path.startsWith('/console/api/')
 export const isConsoleAsset = (path: string) => ASSETS.has(path)
@@ -96,17 +94,14 @@ export function serveConsoleApi(
 
 function streamEvents(req: IncomingMessage, res: ServerResponse, feed: ConsoleFeed): void {
   const after = Number(new URL(req.url ?? '/', 'http://console').searchParams.get('after') ?? 0) || 0
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' })
-  const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
-  for (const entry of feed.log.entries({}, after)) send('request', entry)
-  if (feed.status) send('status', feed.status)
-  const stopLog = feed.log.subscribe((entry) => send('request', entry))
-  const stopStatus = feed.onStatus((status) => send('status', status))
-  const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), HEARTBEAT_MS)
-  heartbeat.unref()
-  res.once('close', () => {
-    stopLog()
-    stopStatus()
-    clearInterval(heartbeat)
+  if (feed.streams.open(res, after)) return
+  res.setHeader('retry-after', '10')
+  sendJson(res, 503, {
+    error: {
+      type: 'http',
+      message:
+        `${feed.streams.size} console event streams are open, the most there may be at once; ` +
+        'close a console tab, or try again once one has closed',
+    },
   })
 }
