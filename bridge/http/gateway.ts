@@ -159,6 +159,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       ? ['/.well-known/oauth-protected-resource', new URL(oauth.resourceMetadataUrl(oauth.settings.audience)).pathname]
       : [],
   )
+  /** A call to a tool this gateway serves refused before it reached the broker: counted and shown. */
+  const refused = (tool: string, status: number, outcome: string) => {
+    const served = tools.get(tool)
+    if (served === undefined) return
+    options.metrics?.httpRefused(tool, status)
+    options.console?.refused(served.spec.id, tool, outcome)
+  }
   /** Calls being answered: close() lets them finish. */
   const active = new Set<Promise<void>>()
   let draining = false
@@ -177,7 +184,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }
     if (!tools.has(name)) throw new HttpError(404, `unknown tool "${bounded(name, 200)}"; GET /tools lists them`)
     requireJson(req)
-    const body = await readJsonBody(req, transport.maxMessageBytes, {})
+    const body = await readJsonBody(req, transport.maxMessageBytes, {}).catch((err: unknown) => {
+      if (err instanceof HttpError && err.status === 413) refused(name, 413, 'too-large')
+      throw err
+    })
     if (!isRecord(body)) throw new HttpError(400, 'body must be a JSON object')
     const args = body.arguments ?? {}
     if (!isRecord(args)) throw new HttpError(400, '"arguments" must be an object')
@@ -209,7 +219,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       if (res.headersSent) return answer.end({ error })
       // The broker refused the request for now (e.g. the embedded broker's queue is full): a retry may work.
       if (isToolbridgeError(err) && err.retriable) return sendJson(res, 503, { error }, { 'retry-after': '1' })
-      sendJson(res, STATUS_BY_ERROR_TYPE[error.type] ?? 502, { error })
+      const status = STATUS_BY_ERROR_TYPE[error.type] ?? 502
+      // Refused here, never sent (no request id): the bridge cannot count it, so the gateway does.
+      if (status === 422 && !res.hasHeader(REQUEST_ID_HEADER)) refused(name, status, error.type)
+      sendJson(res, status, { error })
     }
   }
 
@@ -283,7 +296,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       if (route.jsonRpc) return (await loadMcp()).jsonRpcError(res, 503, message, RETRY_LATER)
       return sendJson(res, 503, { error: { type: 'unavailable', message } }, RETRY_LATER)
     }
-    const release = cap.enter()
+    let release: () => void
+    try {
+      release = cap.enter()
+    } catch (err) {
+      if (tool !== undefined && err instanceof HttpError) refused(tool, err.status, 'too-many-requests')
+      throw err
+    }
     // A caller that goes away frees its slot at once; a call it left waiting is never sent (admission.ts).
     const gone = new AbortController()
     res.once('close', () => {

@@ -53,6 +53,8 @@ export interface Metrics extends BridgeMetrics {
   readonly registry: Registry
   /** Spans that tracing could not export (queue full, collector unreachable). */
   spansDropped(count: number): void
+  /** A call over HTTP refused before it reached the broker (422, 413, 429), by `tool`, one the gateway serves. */
+  httpRefused(tool: string, status: number): void
   /** The text exposition format, and its content type. */
   render(): Promise<{ contentType: string; body: string }>
 }
@@ -134,6 +136,12 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     help: 'Spans dropped instead of exported: the export queue was full or the collector failed',
     registers,
   })
+  const httpRefusals = new Counter({
+    name: 'toolbridge_http_refused_total',
+    help: 'Calls over HTTP refused before they reached the broker (arguments, size, calls in flight), by status',
+    labelNames: ['tool', 'status'] as const,
+    registers,
+  })
   const trustgraphInvocations = new Counter({
     name: 'tg_dynamic_tool_service_invocation_total',
     help: 'Dynamic tool service invocation count',
@@ -201,6 +209,7 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
       reconnects.labels(transport).inc()
     },
     spansDropped: (count) => droppedSpans.inc(count),
+    httpRefused: (tool, status) => httpRefusals.labels(tool, String(status)).inc(),
     async render() {
       return { contentType: registry.contentType, body: await registry.metrics() }
     },

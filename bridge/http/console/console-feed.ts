@@ -47,6 +47,16 @@ export class ConsoleFeed {
     return () => this.statusListeners.delete(listener)
   }
 
+  /**
+   * A call the gateway refused before it reached the broker (422, 413, 429): a row of the log and an
+   * error in the charts, as the bridge's own refusals are, with no time spent.
+   */
+  refused(service: string, tool: string, outcome: string): void {
+    const at = Date.now()
+    this.log.add({ at, service, tool, id: '', outcome, ms: 0, queueMs: undefined, invokeMs: undefined, bytes: 0 })
+    this.stats.observe(tool, false, 0, at)
+  }
+
   /** The bridge's `onAnswered`: one row of the log, one observation of the charts. */
   readonly answered = (request: AnsweredRequest): void => {
     const at = Date.now()
