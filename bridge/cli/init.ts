@@ -49,6 +49,9 @@ const TEMPLATE_EXTRAS: Record<
   'http-function': { scripts: (language) => ({ serve: `node functions/greet/server.${language}` }) },
 }
 
+/** What a folder may hold for init to write in it without --force: a repository, and what npm leaves. */
+const NPM_LEFTOVERS = new Set(['.git', 'package.json', 'package-lock.json', 'npm-shrinkwrap.json', 'node_modules'])
+
 /** A file's name in templates/ -> its name in the project (npm leaves a package's .gitignore out). */
 const RENAMED: Record<string, string> = { gitignore: '.gitignore' }
 
@@ -90,10 +93,16 @@ export function initProject(options: InitOptions): Written {
     'serverless.yml',
     fill(joinServerlessYml(head, readFileSync(join(TEMPLATES_DIR, template, 'functions.yml'), 'utf8'))),
   )
-  files.set('package.json', JSON.stringify(projectPackage(name, template, options.language), null, 2) + '\n')
+  const existing = readPackage(join(dir, 'package.json'))
+  files.set(
+    'package.json',
+    JSON.stringify(withInstalled(projectPackage(name, template, options.language), existing), null, 2) + '\n',
+  )
 
-  const overwritten = [...files.keys()].filter((file) => existsSync(join(dir, file))).sort()
-  const present = existsSync(dir) ? readdirSync(dir).filter((entry) => entry !== '.git') : []
+  // What `npm init` and `npm install toolbridge` leave is built on, not overwritten: package.json is merged.
+  const merged = existing === undefined ? [] : ['package.json']
+  const overwritten = [...files.keys()].filter((file) => existsSync(join(dir, file)) && !merged.includes(file)).sort()
+  const present = existsSync(dir) ? readdirSync(dir).filter((entry) => !NPM_LEFTOVERS.has(entry)) : []
   if (present.length > 0 && !options.force) {
     const clash =
       overwritten.length > 0
@@ -251,6 +260,7 @@ function projectPackage(name: string, template: TemplateName, language: Language
     type: 'module',
     scripts: {
       start: 'toolbridge start',
+      dev: 'toolbridge dev',
       test: 'vitest run',
       ...(language === 'ts' ? { typecheck: 'tsc --noEmit' } : {}),
       offline: 'sls offline start',
@@ -259,6 +269,38 @@ function projectPackage(name: string, template: TemplateName, language: Language
     },
     dependencies: { toolbridge: `^${own.version}`, ...pinned(extras.dependencies ?? []) },
     devDependencies: pinned(devDependencies),
+  }
+}
+
+type PackageJson = Record<string, unknown>
+
+function readPackage(file: string): PackageJson | undefined {
+  if (!existsSync(file)) return undefined
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'))
+  } catch (err) {
+    throw new ToolbridgeError('config', `init: ${file} is not JSON (${(err as Error).message}); fix or remove it`)
+  }
+  if (!isRecord(parsed)) throw new ToolbridgeError('config', `init: ${file} is not a JSON object; fix or remove it`)
+  return parsed
+}
+
+/**
+ * The scaffold's package.json over one already there: its name and the dependencies it installed
+ * stay as they are (toolbridge from a tarball or a git URL keeps that source); scripts are the
+ * scaffold's, as npm init's placeholder `test` is no test.
+ */
+function withInstalled(scaffold: PackageJson, existing: PackageJson | undefined): PackageJson {
+  if (existing === undefined) return scaffold
+  const record = (value: unknown) => (isRecord(value) ? value : {})
+  return {
+    ...existing,
+    ...scaffold,
+    name: typeof existing.name === 'string' ? existing.name : scaffold.name,
+    scripts: { ...record(existing.scripts), ...record(scaffold.scripts) },
+    dependencies: { ...record(scaffold.dependencies), ...record(existing.dependencies) },
+    devDependencies: { ...record(scaffold.devDependencies), ...record(existing.devDependencies) },
   }
 }
 
