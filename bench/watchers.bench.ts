@@ -6,8 +6,8 @@
  *
  *   fs.watch recursive   node:fs.watch(dir, { recursive: true })
  *   per-folder fs.watch  bridge/dev/project-watcher.ts (what dev uses)
- *   chokidar 6           when installed: npm install --no-save chokidar@6
- *   @parcel/watcher      when installed: npm install --no-save @parcel/watcher
+ *   chokidar             as installed in WATCH_MODULES's node_modules (e.g. a scratch folder
+ *   @parcel/watcher      where `npm install chokidar@6 @parcel/watcher` ran); skipped when absent
  *
  *   node bench/watchers.bench.ts
  *
@@ -18,7 +18,8 @@
  * /usr in the project, and the reports made while 10,000 files in
  * node_modules are touched.
  *
- * Environment: WATCH_ROUNDS  in-place writes timed per backend (default 21)
+ * Environment: WATCH_ROUNDS   in-place writes timed per backend (default 21)
+ *              WATCH_MODULES  where chokidar and @parcel/watcher are installed (default: this clone)
  */
 import { execFileSync } from 'node:child_process'
 import {
@@ -35,7 +36,9 @@ import {
   writeFileSync,
 } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, relative } from 'node:path'
+import { createRequire } from 'node:module'
+import { join, relative, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { isIgnored, watchProject } from '../bridge/dev/project-watcher.ts'
 import { fmt, median, numberEnv } from './support.ts'
@@ -66,12 +69,19 @@ interface ParcelWatcher {
   ): Promise<{ unsubscribe(): Promise<void> }>
 }
 
+/** WATCH_MODULES: a folder whose node_modules hold them, when this clone's do not (its chokidar is another's, 3.x). */
 const optional = async <T>(specifier: string): Promise<T | undefined> => {
   try {
-    return (await import(specifier)) as T
+    const from = createRequire(join(resolve(process.env.WATCH_MODULES ?? '.'), 'package.json'))
+    return (await import(pathToFileURL(from.resolve(specifier)).href)) as T
   } catch {
     return undefined
   }
+}
+
+const versionOf = (name: string): string => {
+  const file = join(resolve(process.env.WATCH_MODULES ?? '.'), 'node_modules', name, 'package.json')
+  return JSON.parse(readFileSync(file, 'utf8')).version
 }
 
 async function backends(): Promise<Backend[]> {
@@ -97,7 +107,7 @@ async function backends(): Promise<Backend[]> {
   const chokidar = await optional<Chokidar>('chokidar')
   if (chokidar)
     list.push({
-      name: 'chokidar 6',
+      name: `chokidar ${versionOf('chokidar')}`,
       async start(dir, onChange) {
         const watcher = chokidar.watch(dir, {
           ignoreInitial: true,
@@ -112,7 +122,7 @@ async function backends(): Promise<Backend[]> {
   const parcel = await optional<ParcelWatcher>('@parcel/watcher')
   if (parcel)
     list.push({
-      name: '@parcel/watcher',
+      name: `@parcel/watcher ${versionOf('@parcel/watcher')}`,
       async start(dir, onChange) {
         const subscription = await parcel.subscribe(
           dir,
