@@ -300,6 +300,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     try {
       release = cap.enter()
     } catch (err) {
+      // The tool route's one parameter is the tool's name; MCP's calls are counted by its own replies.
+      const tool = route.jsonRpc ? undefined : params[0]
       if (tool !== undefined && err instanceof HttpError) refused(tool, err.status, 'too-many-requests')
       throw err
     }
