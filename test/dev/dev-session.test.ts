@@ -257,7 +257,7 @@ describe('toolbridge start --console', () => {
       expect(await own.text()).toBe('{"response":"v1: hi"}\n')
       const other = await fetch(`${url}/tools/echo`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', origin: 'http://127.0.0.1:1' },
+        headers: { 'content-type': 'application/json', origin: 'https://elsewhere.example' },
         body: JSON.stringify({ arguments: { text: 'hi' } }),
       })
       expect(other.status).toBe(403)
