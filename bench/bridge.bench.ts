@@ -65,7 +65,7 @@ import {
   SERVICE_ID,
   threadCpuUs,
   TOOL_NAME,
-  writeResults,
+  writeBenchResults,
   type Call,
   type Column,
   type LoopStats,
@@ -321,32 +321,33 @@ async function main(): Promise<void> {
     console.log(`  ${verdict}  ${t.target}: ${t.reached} (goal ${t.goal})`)
   }
 
-  const loadAfter = loadAverage()
-  console.log(`\nload average after: ${loadAfter.join(' / ')} (includes this bench)`)
-
-  const result = {
-    bench: 'bridge',
-    date: new Date().toISOString(),
-    machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
-    settings: {
-      service: SERVICE_ID,
-      tool: TOOL_NAME,
-      arguments: ARGUMENTS,
-      event,
-      transport: 'memory (MemoryBroker / MemoryTransport)',
-      configuredConcurrency,
-      concurrency: Object.fromEntries(INVOKER_KINDS.map((k) => [k, concurrencyFor(k)])),
-      inFlight: IN_FLIGHT,
-      warmupSeconds: WARMUP_SECONDS,
-      seconds: SECONDS,
-      loadGenerator: 'closed loop: each of in-flight callers sends its next request when the previous settles',
-      baseline: 'direct await handler(event, context) of functions/joke/handler.ts, same loop, same run',
-      echo: "a raw echo service on the same MemoryBroker answering the bridge's bytes for this request, same client, same run",
+  console.log('')
+  writeBenchResults(
+    OUT,
+    'bridge',
+    machine,
+    loadBefore,
+    {
+      settings: {
+        service: SERVICE_ID,
+        tool: TOOL_NAME,
+        arguments: ARGUMENTS,
+        event,
+        transport: 'memory (MemoryBroker / MemoryTransport)',
+        configuredConcurrency,
+        concurrency: Object.fromEntries(INVOKER_KINDS.map((k) => [k, concurrencyFor(k)])),
+        inFlight: IN_FLIGHT,
+        warmupSeconds: WARMUP_SECONDS,
+        seconds: SECONDS,
+        loadGenerator: 'closed loop: each of in-flight callers sends its next request when the previous settles',
+        baseline: 'direct await handler(event, context) of functions/joke/handler.ts, same loop, same run',
+        echo: "a raw echo service on the same MemoryBroker answering the bridge's bytes for this request, same client, same run",
+      },
+      rows,
+      targets,
     },
-    rows,
-    targets,
-  }
-  writeResults(OUT, result)
+    ' (includes this bench)',
+  )
 }
 
 await main()

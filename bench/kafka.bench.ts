@@ -57,9 +57,9 @@ import { encodeResponse, finalResponse, ID_PROPERTY, resultText } from '../share
 import { defaultQueues } from '../shared/queues.ts'
 import {
   ARGUMENTS,
+  brokerRowStats,
   describeMachine,
   fmt,
-  fmtInt,
   fmtSigned,
   inFlightEnv,
   setupInvoker,
@@ -68,17 +68,18 @@ import {
   loadAverage,
   loadJokeTool,
   machineInfo,
+  measureBrokerRounds,
   median,
   numberEnv,
-  printHeader,
-  printRow,
-  processCpuUs,
+  printTableByInFlight,
   ROOT,
   SERVICE_ID,
   TOOL_NAME,
-  writeResults,
+  throughputColumns,
+  writeBenchResults,
+  type BrokerRowStats,
   type Column,
-  type DrivenService,
+  type LiveSetup,
   runBench,
   processCpuUsOf,
   driveService,
@@ -183,15 +184,11 @@ async function startEcho(responseBody: Buffer): Promise<{ close(): Promise<void>
   }
 }
 
-interface Live extends DrivenService {
-  setup: Setup
-}
-
 async function startSetup(
   setup: Setup,
   inFlight: number,
   ctx: { spec: ToolServiceSpec; project: Project; request: object; expected: string; responseBody: Buffer },
-): Promise<Live> {
+): Promise<LiveSetup<Setup>> {
   const q = defaultQueues(topicOf(setup))
   let stopService: () => Promise<void>
   if (setup === 'baseline') {
@@ -232,32 +229,9 @@ async function startSetup(
   }
 }
 
-interface Cell {
+interface Row extends BrokerRowStats {
   setup: Setup
   inFlight: number
-  round: number
-  reqPerSec: number
-  p50Ms: number
-  p90Ms: number
-  p99Ms: number
-  errors: number
-  nodeCpuUsPerReq: number
-  clientCpuUsPerReq: number
-  brokerCpuUsPerReq: number
-}
-
-interface Row {
-  setup: Setup
-  inFlight: number
-  reqPerSec: number
-  reqPerSecMin: number
-  reqPerSecMax: number
-  p50Ms: number
-  p99Ms: number
-  nodeCpuUsPerReq: number
-  clientCpuUsPerReq: number
-  brokerCpuUsPerReq: number
-  errors: number
   throughputRatio: number
   p50DeltaMs: number
   throughputMet: boolean | null
@@ -266,12 +240,7 @@ interface Row {
 
 const verdict = (met: boolean | null) => (met === null ? '' : met ? 'yes' : 'NO')
 const COLUMNS: Column<Row>[] = [
-  { title: 'setup', width: 10, align: 'left', cell: (r) => r.setup },
-  { title: 'in-flight', width: 9, cell: (r) => String(r.inFlight) },
-  { title: 'req/s', width: 7, cell: (r) => fmtInt(r.reqPerSec) },
-  { title: 'min-max req/s', width: 13, cell: (r) => `${fmtInt(r.reqPerSecMin)}-${fmtInt(r.reqPerSecMax)}` },
-  { title: 'p50 ms', width: 7, cell: (r) => fmt(r.p50Ms, 3) },
-  { title: 'p99 ms', width: 7, cell: (r) => fmt(r.p99Ms, 3) },
+  ...throughputColumns<Row>(),
   { title: 'x base', width: 6, cell: (r) => (r.setup === 'baseline' ? '1' : fmt(r.throughputRatio, 2)) },
   { title: 'p50 +ms', width: 7, cell: (r) => (r.setup === 'baseline' ? '0' : fmtSigned(r.p50DeltaMs, 3)) },
   { title: '>=0.9x', width: 6, cell: (r) => verdict(r.throughputMet) },
@@ -303,43 +272,15 @@ async function main(): Promise<void> {
   )
   await resetTopics()
 
-  const cells: Cell[] = []
-  for (const inFlight of IN_FLIGHT) {
-    const live = new Map<Setup, Live>()
-    try {
-      for (const setup of SETUPS)
-        live.set(setup, await startSetup(setup, inFlight, { spec, project, request, expected, responseBody }))
-      for (let round = 0; round < ROUNDS; round++) {
-        const order = SETUPS.map((_, i) => SETUPS[(i + round) % SETUPS.length]!)
-        const parts: string[] = []
-        for (const setup of order) {
-          const stats = await live.get(setup)!.client.measure(inFlight, {
-            seconds: SECONDS,
-            warmupSeconds: WARMUP_SECONDS,
-            probes: { node: processCpuUs, broker: brokerCpuUs },
-          })
-          cells.push({
-            setup,
-            inFlight,
-            round,
-            reqPerSec: stats.reqPerSec,
-            p50Ms: stats.p50Ms,
-            p90Ms: stats.p90Ms,
-            p99Ms: stats.p99Ms,
-            errors: stats.errors,
-            nodeCpuUsPerReq: stats.used.node / stats.requests,
-            clientCpuUsPerReq: stats.clientCpuUs / stats.requests,
-            brokerCpuUsPerReq: stats.used.broker / stats.requests,
-          })
-          parts.push(`${setup} ${fmtInt(stats.reqPerSec)}/s p50 ${fmt(stats.p50Ms, 3)}`)
-        }
-        console.log(`in-flight ${String(inFlight).padStart(2)} round ${round + 1}/${ROUNDS}: ${parts.join(' | ')}`)
-      }
-    } finally {
-      for (const l of live.values())
-        await l.stop().catch((err: Error) => console.error(`stopping ${l.setup}: ${err.message}`))
-    }
-  }
+  const cells = await measureBrokerRounds({
+    setups: SETUPS,
+    inFlight: IN_FLIGHT,
+    rounds: ROUNDS,
+    seconds: SECONDS,
+    warmupSeconds: WARMUP_SECONDS,
+    brokerCpuUs,
+    start: (setup, inFlight) => startSetup(setup, inFlight, { spec, project, request, expected, responseBody }),
+  })
   await resetTopics()
 
   const rows: Row[] = []
@@ -349,22 +290,13 @@ async function main(): Promise<void> {
     const baseP50 = median(base.map((c) => c.p50Ms))
     for (const setup of SETUPS) {
       const mine = cells.filter((c) => c.inFlight === inFlight && c.setup === setup)
-      const reqs = mine.map((c) => c.reqPerSec)
-      const reqPerSec = median(reqs)
-      const p50Ms = median(mine.map((c) => c.p50Ms))
+      const stats = brokerRowStats(mine)
+      const { reqPerSec, p50Ms } = stats
       const isBase = setup === 'baseline'
       rows.push({
         setup,
         inFlight,
-        reqPerSec,
-        reqPerSecMin: Math.min(...reqs),
-        reqPerSecMax: Math.max(...reqs),
-        p50Ms,
-        p99Ms: median(mine.map((c) => c.p99Ms)),
-        nodeCpuUsPerReq: median(mine.map((c) => c.nodeCpuUsPerReq)),
-        clientCpuUsPerReq: median(mine.map((c) => c.clientCpuUsPerReq)),
-        brokerCpuUsPerReq: median(mine.map((c) => c.brokerCpuUsPerReq)),
-        errors: mine.reduce((n, c) => n + c.errors, 0),
+        ...stats,
         throughputRatio: reqPerSec / baseReq,
         p50DeltaMs: p50Ms - baseP50,
         throughputMet: isBase ? null : reqPerSec / baseReq >= TARGETS.throughputRatio,
@@ -376,25 +308,14 @@ async function main(): Promise<void> {
   console.log(
     '"node us/req" = CPU of this process (client + service) per request; "kafka us/req" = CPU of the broker JVM per request\n',
   )
-  printHeader(COLUMNS)
-  let last: number | undefined
-  for (const row of rows) {
-    if (last !== undefined && row.inFlight !== last) console.log('')
-    last = row.inFlight
-    printRow(COLUMNS, row)
-  }
+  printTableByInFlight(COLUMNS, rows)
   const missed = rows.filter((r) => r.throughputMet === false || r.p50Met === false)
   console.log(
     missed.length === 0
       ? '\ntargets: every bridge row meets both'
       : `\ntargets missed: ${missed.map((r) => `${r.setup}@${r.inFlight}`).join(', ')}`,
   )
-  const loadAfter = loadAverage()
-  console.log(`load average after: ${loadAfter.join(' / ')}`)
-  writeResults(OUT, {
-    bench: 'kafka',
-    date: new Date().toISOString(),
-    machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
+  writeBenchResults(OUT, 'kafka', machine, loadBefore, {
     settings: {
       broker: BROKER,
       service: SERVICE_ID,

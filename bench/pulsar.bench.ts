@@ -53,9 +53,9 @@ import { encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } fr
 import { defaultQueues } from '../shared/queues.ts'
 import {
   ARGUMENTS,
+  brokerRowStats,
   describeMachine,
   fmt,
-  fmtInt,
   inFlightEnv,
   setupInvoker,
   setupsEnv,
@@ -63,18 +63,18 @@ import {
   loadAverage,
   loadJokeTool,
   machineInfo,
+  measureBrokerRounds,
   median,
   numberEnv,
-  printHeader,
-  printRow,
-  processCpuUs,
+  printTableByInFlight,
   ROOT,
   SERVICE_ID,
   TOOL_NAME,
-  writeResults,
-  type DrivenService,
+  throughputColumns,
+  writeBenchResults,
+  type BrokerRowStats,
   type Column,
-  type LoopStats,
+  type LiveSetup,
   type Probe,
   runBench,
   processCpuUsOf,
@@ -170,15 +170,11 @@ async function startEchoService(
 
 // ---------------------------------------------------------------- setups
 
-interface Live extends DrivenService {
-  setup: Setup
-}
-
 async function startSetup(
   setup: Setup,
   inFlight: number,
   ctx: { spec: ToolServiceSpec; project: Project; request: object; expected: string; responseBody: Uint8Array },
-): Promise<Live> {
+): Promise<LiveSetup<Setup>> {
   const q = defaultQueues(topicOf(setup))
   const queues = { requestQueue: q.request, responseQueue: q.response }
   let stopService: () => Promise<void>
@@ -216,27 +212,9 @@ async function startSetup(
 
 // ---------------------------------------------------------------- cells and rows
 
-interface Cell extends Omit<LoopStats, 'p999Ms'> {
+interface Row extends BrokerRowStats {
   setup: Setup
   inFlight: number
-  round: number
-  nodeCpuUsPerReq: number
-  clientCpuUsPerReq: number
-  brokerCpuUsPerReq: number
-}
-
-interface Row {
-  setup: Setup
-  inFlight: number
-  reqPerSec: number
-  reqPerSecMin: number
-  reqPerSecMax: number
-  p50Ms: number
-  p99Ms: number
-  nodeCpuUsPerReq: number
-  clientCpuUsPerReq: number
-  brokerCpuUsPerReq: number
-  errors: number
   /** req/s over the baseline's (the native row: the baseline's over the native's). */
   ratio: number
   target: number | null
@@ -244,12 +222,7 @@ interface Row {
 }
 
 const COLUMNS: Column<Row>[] = [
-  { title: 'setup', width: 10, align: 'left', cell: (r) => r.setup },
-  { title: 'in-flight', width: 9, cell: (r) => String(r.inFlight) },
-  { title: 'req/s', width: 7, cell: (r) => fmtInt(r.reqPerSec) },
-  { title: 'min-max req/s', width: 13, cell: (r) => `${fmtInt(r.reqPerSecMin)}-${fmtInt(r.reqPerSecMax)}` },
-  { title: 'p50 ms', width: 7, cell: (r) => fmt(r.p50Ms, 3) },
-  { title: 'p99 ms', width: 7, cell: (r) => fmt(r.p99Ms, 3) },
+  ...throughputColumns<Row>(),
   { title: 'ratio', width: 6, cell: (r) => (r.setup === 'baseline' ? '1' : fmt(r.ratio, 2)) },
   { title: 'target', width: 6, cell: (r) => (r.target === null ? '' : `>=${r.target}`) },
   { title: 'met', width: 4, cell: (r) => (r.met === null ? '' : r.met ? 'yes' : 'NO') },
@@ -293,44 +266,15 @@ async function main(): Promise<void> {
   )
   console.log('')
 
-  const cells: Cell[] = []
-  for (const inFlight of IN_FLIGHT) {
-    const live = new Map<Setup, Live>()
-    try {
-      for (const setup of setups)
-        live.set(setup, await startSetup(setup, inFlight, { spec, project, request, expected, responseBody }))
-      for (let round = 0; round < ROUNDS; round++) {
-        const order = setups.map((_, i) => setups[(i + round) % setups.length]!)
-        const parts: string[] = []
-        for (const setup of order) {
-          const {
-            used,
-            clientCpuUs,
-            p999Ms: _,
-            ...stats
-          } = await live.get(setup)!.client.measure(inFlight, {
-            seconds: SECONDS,
-            warmupSeconds: WARMUP_SECONDS,
-            probes: { node: processCpuUs, broker: brokerCpuUs },
-          })
-          cells.push({
-            setup,
-            inFlight,
-            round,
-            ...stats,
-            nodeCpuUsPerReq: used.node / stats.requests,
-            clientCpuUsPerReq: clientCpuUs / stats.requests,
-            brokerCpuUsPerReq: used.broker / stats.requests,
-          })
-          parts.push(`${setup} ${fmtInt(stats.reqPerSec)}/s p50 ${fmt(stats.p50Ms, 3)}`)
-        }
-        console.log(`in-flight ${String(inFlight).padStart(2)} round ${round + 1}/${ROUNDS}: ${parts.join(' | ')}`)
-      }
-    } finally {
-      for (const l of live.values())
-        await l.stop().catch((err: Error) => console.error(`stopping ${l.setup}: ${err.message}`))
-    }
-  }
+  const cells = await measureBrokerRounds({
+    setups,
+    inFlight: IN_FLIGHT,
+    rounds: ROUNDS,
+    seconds: SECONDS,
+    warmupSeconds: WARMUP_SECONDS,
+    brokerCpuUs,
+    start: (setup, inFlight) => startSetup(setup, inFlight, { spec, project, request, expected, responseBody }),
+  })
 
   const rows: Row[] = []
   for (const inFlight of IN_FLIGHT) {
@@ -338,23 +282,15 @@ async function main(): Promise<void> {
     const baseReq = median(of('baseline').map((c) => c.reqPerSec))
     for (const setup of setups) {
       const mine = of(setup)
-      const reqs = mine.map((c) => c.reqPerSec)
-      const reqPerSec = median(reqs)
+      const stats = brokerRowStats(mine)
+      const { reqPerSec } = stats
       const isBridge = setup !== 'baseline' && setup !== 'native'
       const ratio = setup === 'native' ? baseReq / reqPerSec : reqPerSec / baseReq
       const target = isBridge ? TARGETS.bridgeOverBaseline : setup === 'native' ? TARGETS.builtinOverNative : null
       rows.push({
         setup,
         inFlight,
-        reqPerSec,
-        reqPerSecMin: Math.min(...reqs),
-        reqPerSecMax: Math.max(...reqs),
-        p50Ms: median(mine.map((c) => c.p50Ms)),
-        p99Ms: median(mine.map((c) => c.p99Ms)),
-        nodeCpuUsPerReq: median(mine.map((c) => c.nodeCpuUsPerReq)),
-        clientCpuUsPerReq: median(mine.map((c) => c.clientCpuUsPerReq)),
-        brokerCpuUsPerReq: median(mine.map((c) => c.brokerCpuUsPerReq)),
-        errors: mine.reduce((n, c) => n + c.errors, 0),
+        ...stats,
         ratio,
         target,
         met: target === null ? null : ratio >= target,
@@ -368,13 +304,7 @@ async function main(): Promise<void> {
   )
   console.log('"node us/req" = CPU of this process per request; "broker us/req" = CPU of the Pulsar JVM per request')
   console.log('')
-  printHeader(COLUMNS)
-  let last: number | undefined
-  for (const row of rows) {
-    if (last !== undefined && row.inFlight !== last) console.log('')
-    last = row.inFlight
-    printRow(COLUMNS, row)
-  }
+  printTableByInFlight(COLUMNS, rows)
   const missed = rows.filter((r) => r.met === false)
   console.log('')
   console.log(
@@ -384,13 +314,7 @@ async function main(): Promise<void> {
   )
   const errors = rows.reduce((n, r) => n + r.errors, 0)
   if (errors > 0) console.log(`WARNING: ${errors} call(s) failed during measurement`)
-  const loadAfter = loadAverage()
-  console.log(`load average after: ${loadAfter.join(' / ')}`)
-
-  writeResults(OUT, {
-    bench: 'pulsar',
-    date: new Date().toISOString(),
-    machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
+  writeBenchResults(OUT, 'pulsar', machine, loadBefore, {
     settings: {
       broker: probe.address,
       service: SERVICE_ID,

@@ -80,27 +80,26 @@ import {
   setupInvoker,
   setupsEnv,
   ARGUMENTS,
+  brokerRowStats,
   describeMachine,
   fmt,
-  fmtInt,
   fmtSigned,
   inFlightEnv,
   loadAverage,
   loadJokeTool,
   machineInfo,
+  measureBrokerRounds,
   median,
   numberEnv,
-  printHeader,
-  printRow,
-  processCpuUs,
+  printTableByInFlight,
   ROOT,
   SERVICE_ID,
   TOOL_NAME,
-  writeResults,
+  throughputColumns,
+  writeBenchResults,
+  type BrokerRowStats,
   type Column,
-  type DrivenService,
-  type LoadClient,
-  type LoopStats,
+  type LiveSetup,
   type Probe,
   runBench,
   processCpuUsOf,
@@ -193,41 +192,6 @@ const brokerCpuUs: Probe = () => {
     return processCpuUsOf(brokerPid)
   } catch {
     return Number.NaN
-  }
-}
-
-// ---------------------------------------------------------------- one cell
-
-/** p999Ms is left out: not in this bench's table or JSON. */
-interface CellStats extends Omit<LoopStats, 'p999Ms'> {
-  /** CPU time of this whole process (the service: baseline, or bridge and worker threads) per answered request. */
-  nodeCpuUsPerReq: number
-  /** CPU time of the client's process per answered request. */
-  clientCpuUsPerReq: number
-  /** This process's CPU use over the cell, in cores. */
-  nodeCpuCores: number
-  /** CPU time of the RabbitMQ node (beam.smp) per answered request; NaN when it cannot be read. */
-  brokerCpuUsPerReq: number
-}
-
-/** The shared closed loop in the client's process, with this process's and the broker's CPU time around it. */
-async function measureCell(client: LoadClient, inFlight: number): Promise<CellStats> {
-  const {
-    used,
-    clientCpuUs,
-    p999Ms: _,
-    ...stats
-  } = await client.measure(inFlight, {
-    seconds: SECONDS,
-    warmupSeconds: WARMUP_SECONDS,
-    probes: { node: processCpuUs, broker: brokerCpuUs },
-  })
-  return {
-    ...stats,
-    nodeCpuUsPerReq: used.node / stats.requests,
-    clientCpuUsPerReq: clientCpuUs / stats.requests,
-    nodeCpuCores: used.node / 1e6 / stats.seconds,
-    brokerCpuUsPerReq: used.broker / stats.requests,
   }
 }
 
@@ -330,23 +294,11 @@ async function deleteBenchTopology(): Promise<void> {
 
 // ---------------------------------------------------------------- one in-flight level
 
-interface Live extends DrivenService {
-  setup: Setup
-}
-
-interface Cell extends CellStats {
-  setup: Setup
-  inFlight: number
-  round: number
-  /** Position in the round, 0 first. */
-  position: number
-}
-
 async function startSetup(
   setup: Setup,
   inFlight: number,
   ctx: { spec: ToolServiceSpec; project: Project; request: object; expected: string; responseBody: Buffer },
-): Promise<Live> {
+): Promise<LiveSetup<Setup>> {
   let stopService: () => Promise<void>
   let queues: { requestQueue: string; responseQueue: string }
   if (setup === 'baseline') {
@@ -394,23 +346,10 @@ async function startSetup(
 
 // ---------------------------------------------------------------- report
 
-interface Row {
+interface Row extends BrokerRowStats {
   setup: Setup
   inFlight: number
   concurrency: number
-  rounds: number
-  reqPerSec: number
-  reqPerSecMin: number
-  reqPerSecMax: number
-  p50Ms: number
-  p90Ms: number
-  p99Ms: number
-  meanMs: number
-  nodeCpuUsPerReq: number
-  clientCpuUsPerReq: number
-  nodeCpuCores: number
-  brokerCpuUsPerReq: number
-  errors: number
   /** Median req/s over median baseline req/s. */
   throughputRatio: number
   /** Median p50 minus median baseline p50. */
@@ -426,12 +365,7 @@ const verdict = (met: boolean | null) => (met === null ? '' : met ? 'yes' : 'NO'
 const isBaseline = (row: Row) => row.setup === 'baseline'
 
 const COLUMNS: Column<Row>[] = [
-  { title: 'setup', width: 10, align: 'left', cell: (r) => r.setup },
-  { title: 'in-flight', width: 9, cell: (r) => String(r.inFlight) },
-  { title: 'req/s', width: 7, cell: (r) => fmtInt(r.reqPerSec) },
-  { title: 'min-max req/s', width: 13, cell: (r) => `${fmtInt(r.reqPerSecMin)}-${fmtInt(r.reqPerSecMax)}` },
-  { title: 'p50 ms', width: 7, cell: (r) => fmt(r.p50Ms, 3) },
-  { title: 'p99 ms', width: 7, cell: (r) => fmt(r.p99Ms, 3) },
+  ...throughputColumns<Row>(),
   { title: 'x base', width: 6, cell: (r) => (isBaseline(r) ? '1' : fmt(r.throughputRatio, 2)) },
   { title: 'per round', width: 14, cell: (r) => r.roundRatios.map((x) => fmt(x, 2)).join('/') },
   { title: 'p50 +ms', width: 7, cell: (r) => (isBaseline(r) ? '0' : fmtSigned(r.p50DeltaMs, 3)) },
@@ -442,17 +376,6 @@ const COLUMNS: Column<Row>[] = [
   { title: 'client us/req', width: 13, cell: (r) => fmt(r.clientCpuUsPerReq, 0) },
   { title: 'mq us/req', width: 9, cell: (r) => fmt(r.brokerCpuUsPerReq, 0) },
 ]
-
-/** The rows, a blank line between in-flight levels. */
-function printTable(rows: Row[]): void {
-  printHeader(COLUMNS)
-  let last: number | undefined
-  for (const row of rows) {
-    if (last !== undefined && row.inFlight !== last) console.log('')
-    last = row.inFlight
-    printRow(COLUMNS, row)
-  }
-}
 
 /** The installed amqplib's version, or the range package.json asks for. */
 function amqplibVersion(): string {
@@ -525,35 +448,16 @@ async function main(): Promise<void> {
   )
   console.log('')
 
-  const cells: Cell[] = []
-  for (const inFlight of IN_FLIGHT) {
-    const live = new Map<Setup, Live>()
-    try {
-      for (const setup of SETUPS)
-        live.set(setup, await startSetup(setup, inFlight, { spec, project, request, expected, responseBody }))
-      for (let round = 0; round < ROUNDS; round++) {
-        const order = SETUPS.map((_, i) => SETUPS[(i + round) % SETUPS.length]!)
-        const parts: string[] = []
-        for (const [position, setup] of order.entries()) {
-          const stats = await measureCell(live.get(setup)!.client, inFlight)
-          if (disturbance !== undefined) throw new Error(`run disturbed: ${disturbance}`)
-          cells.push({ setup, inFlight, round, position, ...stats })
-          parts.push(`${setup} ${fmtInt(stats.reqPerSec)}/s p50 ${fmt(stats.p50Ms, 3)}`)
-        }
-        console.log(`in-flight ${String(inFlight).padStart(2)} round ${round + 1}/${ROUNDS}: ${parts.join(' | ')}`)
-      }
-    } finally {
-      for (const l of live.values()) {
-        let timer: NodeJS.Timeout | undefined
-        const tooLong = new Promise<never>(
-          (_, reject) => (timer = setTimeout(() => reject(new Error('did not stop within 10 s')), 10_000)),
-        )
-        await Promise.race([l.stop(), tooLong])
-          .catch((err: unknown) => console.error(`stopping ${l.setup}: ${(err as Error).message}`))
-          .finally(() => clearTimeout(timer))
-      }
-    }
-  }
+  const cells = await measureBrokerRounds({
+    setups: SETUPS,
+    inFlight: IN_FLIGHT,
+    rounds: ROUNDS,
+    seconds: SECONDS,
+    warmupSeconds: WARMUP_SECONDS,
+    brokerCpuUs,
+    start: (setup, inFlight) => startSetup(setup, inFlight, { spec, project, request, expected, responseBody }),
+    disturbed: () => disturbance,
+  })
   await deleteBenchTopology()
 
   const rows: Row[] = []
@@ -563,29 +467,15 @@ async function main(): Promise<void> {
     const baseP50 = median(baseCells.map((c) => c.p50Ms))
     for (const setup of SETUPS) {
       const mine = cells.filter((c) => c.inFlight === inFlight && c.setup === setup)
-      const reqs = mine.map((c) => c.reqPerSec)
-      const reqPerSec = median(reqs)
-      const p50Ms = median(mine.map((c) => c.p50Ms))
+      const stats = brokerRowStats(mine)
       const base = setup === 'baseline'
-      const throughputRatio = reqPerSec / baseReq
-      const p50DeltaMs = p50Ms - baseP50
+      const throughputRatio = stats.reqPerSec / baseReq
+      const p50DeltaMs = stats.p50Ms - baseP50
       rows.push({
         setup,
         inFlight,
         concurrency: inFlight,
-        rounds: mine.length,
-        reqPerSec,
-        reqPerSecMin: Math.min(...reqs),
-        reqPerSecMax: Math.max(...reqs),
-        p50Ms,
-        p90Ms: median(mine.map((c) => c.p90Ms)),
-        p99Ms: median(mine.map((c) => c.p99Ms)),
-        meanMs: median(mine.map((c) => c.meanMs)),
-        nodeCpuUsPerReq: median(mine.map((c) => c.nodeCpuUsPerReq)),
-        clientCpuUsPerReq: median(mine.map((c) => c.clientCpuUsPerReq)),
-        nodeCpuCores: median(mine.map((c) => c.nodeCpuCores)),
-        brokerCpuUsPerReq: median(mine.map((c) => c.brokerCpuUsPerReq)),
-        errors: mine.reduce((n, c) => n + c.errors, 0),
+        ...stats,
         throughputRatio,
         p50DeltaMs,
         roundRatios: mine.map(
@@ -609,7 +499,7 @@ async function main(): Promise<void> {
   )
   console.log('"mq us/req" = CPU of the RabbitMQ node per request (less sensitive to other load than req/s)')
   console.log('')
-  printTable(rows)
+  printTableByInFlight(COLUMNS, rows)
 
   const bridgeRows = rows.filter((r) => r.setup !== 'baseline')
   const missed = bridgeRows.filter((r) => r.throughputMet === false || r.p50Met === false)
@@ -624,42 +514,40 @@ async function main(): Promise<void> {
   )
   const errors = rows.reduce((n, r) => n + r.errors, 0)
   if (errors > 0) console.log(`WARNING: ${errors} call(s) failed during measurement`)
-  const loadAfter = loadAverage()
-  console.log(
-    `load average after: ${loadAfter.join(' / ')} (this bench alone keeps about 2 cores busy: node + RabbitMQ)`,
-  )
-
-  const result = {
-    bench: 'rabbitmq',
-    date: new Date().toISOString(),
-    machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
-    settings: {
-      broker: new RabbitTransport(BROKER).address,
-      service: SERVICE_ID,
-      tool: TOOL_NAME,
-      config: tool.config,
-      arguments: ARGUMENTS,
-      configuredConcurrency: spec.concurrency,
-      concurrency: 'equal to in-flight (prefetch; worker pool size for local)',
-      queues: Object.fromEntries(
-        SETUPS.map((s) => [s, defaultQueues(s === 'baseline' ? BASELINE_TOPIC : bridgeTopic(s))]),
-      ),
-      responseBytes: responseBody.byteLength,
-      inFlight: IN_FLIGHT,
-      rounds: ROUNDS,
-      warmupSeconds: WARMUP_SECONDS,
-      seconds: SECONDS,
-      loadGenerator:
-        'closed loop: each of in-flight callers sends its next request when the previous settles; RequestClient on its own RabbitTransport per setup, in a process of its own',
-      baseline:
-        'hand-written amqplib service, noDelay, fanout exchange + named queue, prefetch = in-flight, fixed response published on the response fanout exchange via a confirm channel, ack after confirm',
-      aggregation: 'median over rounds; rounds rotate the order of setups',
-      targets: TARGETS,
+  writeBenchResults(
+    OUT,
+    'rabbitmq',
+    machine,
+    loadBefore,
+    {
+      settings: {
+        broker: new RabbitTransport(BROKER).address,
+        service: SERVICE_ID,
+        tool: TOOL_NAME,
+        config: tool.config,
+        arguments: ARGUMENTS,
+        configuredConcurrency: spec.concurrency,
+        concurrency: 'equal to in-flight (prefetch; worker pool size for local)',
+        queues: Object.fromEntries(
+          SETUPS.map((s) => [s, defaultQueues(s === 'baseline' ? BASELINE_TOPIC : bridgeTopic(s))]),
+        ),
+        responseBytes: responseBody.byteLength,
+        inFlight: IN_FLIGHT,
+        rounds: ROUNDS,
+        warmupSeconds: WARMUP_SECONDS,
+        seconds: SECONDS,
+        loadGenerator:
+          'closed loop: each of in-flight callers sends its next request when the previous settles; RequestClient on its own RabbitTransport per setup, in a process of its own',
+        baseline:
+          'hand-written amqplib service, noDelay, fanout exchange + named queue, prefetch = in-flight, fixed response published on the response fanout exchange via a confirm channel, ack after confirm',
+        aggregation: 'median over rounds; rounds rotate the order of setups',
+        targets: TARGETS,
+      },
+      rows,
+      cells,
     },
-    rows,
-    cells,
-  }
-  writeResults(OUT, result)
+    ' (this bench alone keeps about 2 cores busy: node + RabbitMQ)',
+  )
 }
 
 await runBench(main, () => {

@@ -48,7 +48,7 @@ import {
   printRow,
   processCpuUs,
   ROOT,
-  writeResults,
+  writeBenchResults,
   type Column,
 } from './support.ts'
 
@@ -230,24 +230,27 @@ async function main(): Promise<void> {
       console.log(line.join(' '))
     }
   }
-  const loadAfter = loadAverage()
-  console.log(`\nload average after: ${loadAfter.join(' / ')} (includes this bench)`)
-  writeResults(OUT, {
-    bench: 'tracing',
-    date: new Date().toISOString(),
-    machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
-    settings: {
-      rounds: ROUNDS,
-      seconds: SECONDS,
-      warmupSeconds: WARMUP_SECONDS,
-      inFlight: IN_FLIGHT,
-      invokers: INVOKER_KINDS,
-      otlpEndpoint: OTLP_ENDPOINT,
-      baseline: BASELINE_DIR ?? null,
+  console.log('')
+  writeBenchResults(
+    OUT,
+    'tracing',
+    machine,
+    loadBefore,
+    {
+      settings: {
+        rounds: ROUNDS,
+        seconds: SECONDS,
+        warmupSeconds: WARMUP_SECONDS,
+        inFlight: IN_FLIGHT,
+        invokers: INVOKER_KINDS,
+        otlpEndpoint: OTLP_ENDPOINT,
+        baseline: BASELINE_DIR ?? null,
+      },
+      rows,
+      comparisons,
     },
-    rows,
-    comparisons,
-  })
+    ' (includes this bench)',
+  )
 }
 
 await main()

@@ -67,7 +67,7 @@ import {
   printHeader,
   printRow,
   ROOT,
-  writeResults,
+  writeBenchResults,
   type Column,
   runBench,
 } from './support.ts'
@@ -292,7 +292,6 @@ async function main(): Promise<void> {
       }
     }
   }
-  const loadAfter = loadAverage()
   console.log(
     '\nmedian over rounds; "ratio" = req/s over the baseline\'s; "per round" = over the same round\'s baseline\n',
   )
@@ -306,11 +305,8 @@ async function main(): Promise<void> {
   }
   const errors = rows.reduce((n, r) => n + r.errors, 0)
   if (errors > 0) console.log(`WARNING: ${errors} call(s) failed or answered wrongly during measurement`)
-  console.log(`\nload average after: ${loadAfter.join(' / ')}`)
-  writeResults(OUT, {
-    bench: 'trustgraph-client',
-    date: new Date().toISOString(),
-    machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
+  console.log('')
+  writeBenchResults(OUT, 'trustgraph-client', machine, loadBefore, {
     settings: {
       brokers: BROKERS,
       inFlight: IN_FLIGHT,
