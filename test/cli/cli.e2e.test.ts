@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { StartedBridge } from '../support/started-bridge.ts'
+import { TELL_JOKE_TOOL } from '../support/example-descriptors.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const FAULTS_YML = 'test/fixtures/faults/serverless.yml'
@@ -365,14 +366,6 @@ describe('toolbridge descriptors', () => {
     'response-queue': 'response:tg:story',
     'config-params': [{ name: 'pace', required: false }],
   }
-  const tellJoke = {
-    type: 'tool-service',
-    name: 'tell-joke',
-    description: 'Tell a joke on a given topic',
-    service: 'joke-service',
-    style: 'pun',
-    arguments: [{ name: 'topic', type: 'string', description: 'The topic for the joke' }],
-  }
   const tellStory = {
     type: 'tool-service',
     name: 'tell-story',
@@ -393,7 +386,7 @@ describe('toolbridge descriptors', () => {
     expect(Object.keys(printed)).toEqual(['tool-service', 'tool'])
     expect(printed['tool-service']['joke-service']).toEqual(joke)
     expect(printed['tool-service']['story-service']).toEqual(story)
-    expect(printed.tool['tell-joke']).toEqual(tellJoke)
+    expect(printed.tool['tell-joke']).toEqual(TELL_JOKE_TOOL)
     expect(printed.tool['tell-story']).toEqual(tellStory)
     // Every other entry has the same shape (the calculator is someone else's work in progress).
     for (const [id, descriptor] of Object.entries(printed['tool-service'])) {

@@ -26,6 +26,7 @@ import {
   trustgraphConfig as trustgraphConfigOn,
   type TgBackend,
 } from '../support/trustgraph-config.ts'
+import { TELL_JOKE_TOOL } from '../support/example-descriptors.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
@@ -85,14 +86,7 @@ describe.each(BACKENDS)("registering with TrustGraph's configuration service on 
         { op: 'list', workspace: 'interop', type: 'tool' },
         { op: 'list', workspace: 'interop', type: 'tool-service' },
       ])
-      expect(JSON.parse(tellJoke!.value as string)).toEqual({
-        type: 'tool-service',
-        name: 'tell-joke',
-        description: 'Tell a joke on a given topic',
-        service: 'joke-service',
-        style: 'pun',
-        arguments: [{ name: 'topic', type: 'string', description: 'The topic for the joke' }],
-      })
+      expect(JSON.parse(tellJoke!.value as string)).toEqual(TELL_JOKE_TOOL)
       expect(tools).toEqual({ keys: ['calculate', 'tell-joke', 'tell-story'] })
       expect(services).toEqual({ keys: ['calculator-service', 'joke-service', 'story-service'] })
     },

@@ -9,6 +9,7 @@ import {
   readToolServices,
   type ToolServiceSpec,
 } from '../../bridge/project/tool-services.ts'
+import { TELL_JOKE_TOOL } from '../support/example-descriptors.ts'
 
 const repoServerless = (): unknown => parse(readFileSync(new URL('../../serverless.yml', import.meta.url), 'utf8'))
 
@@ -76,14 +77,7 @@ describe('descriptors of the repo serverless.yml (docs/wire-contract.md)', () =>
   })
 
   it('gives tell-joke its tool object, config values at top level and no required flag', () => {
-    const expected = {
-      type: 'tool-service',
-      name: 'tell-joke',
-      description: 'Tell a joke on a given topic',
-      service: 'joke-service',
-      style: 'pun',
-      arguments: [{ name: 'topic', type: 'string', description: 'The topic for the joke' }],
-    }
+    const expected = TELL_JOKE_TOOL
     expect(descriptors(readToolServices(repoServerless())).tool['tell-joke']).toStrictEqual(expected)
     expect(descriptors(readToolServices(repoServerless()), 'pulsar').tool['tell-joke']).toStrictEqual(expected)
   })
