@@ -169,16 +169,7 @@ export class FakeLambda {
   private getFunction(functionName: string, res: ServerResponse): void {
     this.lookups.push(functionName)
     const known = this.states.get(functionName) ?? (this.scripts.has(functionName) ? { state: 'Active' } : undefined)
-    if (!known) {
-      res.writeHead(404, { 'x-amzn-ErrorType': 'ResourceNotFoundException', 'content-type': 'application/json' })
-      res.end(
-        JSON.stringify({
-          Type: 'User',
-          Message: `Function not found: arn:aws:lambda:us-east-1:000000000000:function:${functionName}`,
-        }),
-      )
-      return
-    }
+    if (!known) return functionNotFound(res, functionName)
     const name = functionName.split(':').at(functionName.startsWith('arn:') ? 6 : 0)!
     const configuration = {
       FunctionName: name,
@@ -228,16 +219,7 @@ export class FakeLambda {
     const index = this.callsTo(functionName).length
     this.calls.push(call)
     const script = this.scripts.get(functionName)
-    if (!script) {
-      res.writeHead(404, { 'x-amzn-ErrorType': 'ResourceNotFoundException', 'content-type': 'application/json' })
-      res.end(
-        JSON.stringify({
-          Type: 'User',
-          Message: `Function not found: arn:aws:lambda:us-east-1:000000000000:function:${functionName}`,
-        }),
-      )
-      return
-    }
+    if (!script) return functionNotFound(res, functionName)
     await this.answer(await script(call, index), res)
   }
 
@@ -308,4 +290,15 @@ export class FakeLambda {
       }
     }
   }
+}
+
+/** Lambda's answer for a function it does not have: 404 ResourceNotFoundException, naming its ARN. */
+function functionNotFound(res: ServerResponse, functionName: string): void {
+  res.writeHead(404, { 'x-amzn-ErrorType': 'ResourceNotFoundException', 'content-type': 'application/json' })
+  res.end(
+    JSON.stringify({
+      Type: 'User',
+      Message: `Function not found: arn:aws:lambda:us-east-1:000000000000:function:${functionName}`,
+    }),
+  )
 }
