@@ -35,6 +35,17 @@ function feed(bytes: Buffer, size: number, decoder = new FrameDecoder(1 << 20)):
   return frames
 }
 
+/** The PulsarError `run` throws; fails the test when it throws something else or nothing. */
+function failure(run: () => unknown): PulsarError {
+  try {
+    run()
+  } catch (err) {
+    expect(err).toBeInstanceOf(PulsarError)
+    return err as PulsarError
+  }
+  throw new Error('expected a PulsarError')
+}
+
 describe('CRC32C', () => {
   it('gives the check value of the Castagnoli polynomial for "123456789"', () => {
     expect(crc32c(utf8('123456789'))).toBe(0xe3069283)
@@ -282,16 +293,6 @@ describe('frames: what a peer may send', () => {
     return Buffer.concat(parts)
   }
 
-  const failure = (run: () => unknown): PulsarError => {
-    try {
-      run()
-    } catch (err) {
-      expect(err).toBeInstanceOf(PulsarError)
-      return err as PulsarError
-    }
-    throw new Error('expected a PulsarError')
-  }
-
   it('parses a payload frame without the optional CRC32C, as sound', () => {
     const parsed = parseFrame(withoutChecksum(utf8('hello')))
     expect(decodeCommand(parsed.command).type).toBe('message')
@@ -402,16 +403,6 @@ describe('batches: what a producer may get wrong', () => {
     { metadata: {}, payload: utf8('one') },
     { metadata: {}, payload: utf8('two') },
   ])
-
-  const failure = (run: () => unknown): PulsarError => {
-    try {
-      run()
-    } catch (err) {
-      expect(err).toBeInstanceOf(PulsarError)
-      return err as PulsarError
-    }
-    throw new Error('expected a PulsarError')
-  }
 
   it('refuses metadata that overruns the batch, as a final protocol error: the same entry fails the same way every time', () => {
     const first = Buffer.from(packed).readUInt32BE(0)
