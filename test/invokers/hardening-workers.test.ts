@@ -17,13 +17,14 @@ import { resolveSettings, type Settings } from '../../bridge/project/settings.ts
 import { readToolServices, type ToolServiceSpec } from '../../bridge/project/tool-services.ts'
 import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
 import { silentLogger, type Logger } from '../../bridge/support/logger.ts'
-import { RequestClient, ToolCallError } from '../../bridge/trustgraph/request-client.ts'
+import { RequestClient } from '../../bridge/trustgraph/request-client.ts'
 import { MemoryBroker, MemoryTransport } from '../../bridge/transports/memory/memory-transport.ts'
 import type { Transport } from '../../bridge/transports/transport.ts'
 import { ConfigError } from '../../shared/errors.ts'
 import { decodeResponse, encodeRequest, ID_PROPERTY, type ToolResponse } from '../../shared/protocol.ts'
 import { handler as joke } from '../../functions/joke/handler.ts'
 import { chunkOf } from '../fixtures/hardening/functions/flood.ts'
+import { callError } from '../support/call-error.ts'
 
 const HARDENING_YML = fileURLToPath(new URL('../fixtures/hardening/serverless.yml', import.meta.url))
 const OUTSIDE_YML = fileURLToPath(new URL('../fixtures/hardening/outside/serverless.yml', import.meta.url))
@@ -119,17 +120,6 @@ async function streamFrom(
     await consumer.close()
   }
 }
-
-const callError = (promise: Promise<unknown>) =>
-  promise.then(
-    (text) => {
-      throw new Error(`expected an error response, got the answer ${JSON.stringify(text)}`)
-    },
-    (err: unknown) => {
-      if (!(err instanceof ToolCallError)) throw err
-      return err
-    },
-  )
 
 /** A runtime on the embedded broker with a RequestClient per service. */
 class Harness {

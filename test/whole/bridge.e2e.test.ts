@@ -9,12 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { ToolServiceSpec } from '../../bridge/project/tool-services.ts'
 import { decodeResponse, encodeRequest, ID_PROPERTY, UNKNOWN_ID, type ToolResponse } from '../../shared/protocol.ts'
-import {
-  RequestClient,
-  ToolCallError,
-  type CallOptions,
-  type ToolCall,
-} from '../../bridge/trustgraph/request-client.ts'
+import { RequestClient, type CallOptions, type ToolCall } from '../../bridge/trustgraph/request-client.ts'
 import { loadProject, type Project } from '../../bridge/project/project.ts'
 import { LOCAL_INVOKERS, resolveSettings, type InvokerKind, type Settings } from '../../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
@@ -25,6 +20,7 @@ import {
 } from '../../bridge/transports/memory/memory-transport.ts'
 import type { Consumer, Delivery, Transport } from '../../bridge/transports/transport.ts'
 import { bigText } from '../fixtures/faults/functions/big.ts'
+import { callError } from '../support/call-error.ts'
 
 const FAULTS_YML = fileURLToPath(new URL('../fixtures/faults/serverless.yml', import.meta.url))
 const EXAMPLES_YML = fileURLToPath(new URL('../../serverless.yml', import.meta.url))
@@ -152,17 +148,6 @@ class Harness {
     await this.runtime.stop()
   }
 }
-
-const callError = (promise: Promise<unknown>) =>
-  promise.then(
-    (text) => {
-      throw new Error(`expected an error response, got the answer ${JSON.stringify(text)}`)
-    },
-    (err: unknown) => {
-      if (!(err instanceof ToolCallError)) throw err
-      return err
-    },
-  )
 
 const STACK_LINE = /^\s*at /m
 
