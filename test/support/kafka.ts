@@ -5,25 +5,12 @@
  * the tests start it and stop it when they are done. Without java and Maven
  * (and no broker running) the tests skip, saying so in one line.
  */
-import { execFile } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { delimiter, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { promisify } from 'node:util'
 import { Admin } from '@platformatic/kafka'
-
-const run = promisify(execFile)
+import { brokerScript, onPath, runningOrStarted, type ScriptBroker } from './broker-script.ts'
 
 export const KAFKA_URL = 'kafka://127.0.0.1:9092'
-export const KAFKA_SCRIPT = fileURLToPath(new URL('../../scripts/kafka.sh', import.meta.url))
 export const KAFKA_INSTALL =
   'a JDK 17+ and Maven (apt-get install -y openjdk-17-jdk-headless maven), then scripts/kafka.sh start'
-/** Resolving the jars the first time, then starting: generous. */
-const SCRIPT_TIMEOUT_MS = 300_000
-
-function onPath(command: string): boolean {
-  return (process.env.PATH ?? '').split(delimiter).some((dir) => dir && existsSync(join(dir, command)))
-}
 
 let announced = false
 
@@ -38,37 +25,15 @@ export function kafkaAvailable(): boolean {
 }
 
 /** Runs scripts/kafka.sh; rejects with its output when it fails. */
-export async function kafkaScript(command: 'start' | 'stop' | 'restart' | 'status'): Promise<string> {
-  try {
-    const { stdout } = await run(KAFKA_SCRIPT, [command], { timeout: SCRIPT_TIMEOUT_MS })
-    return stdout
-  } catch (err) {
-    const e = err as Error & { stdout?: string; stderr?: string }
-    throw new Error(`scripts/kafka.sh ${command} failed: ${(e.stderr || e.stdout || e.message).trim()}`)
-  }
-}
+export const kafkaScript = brokerScript<'start' | 'stop' | 'restart' | 'status'>('kafka')
 
-export interface KafkaBroker {
+export interface KafkaBroker extends ScriptBroker {
   url: string
-  /** Whether these tests started it (and so stop it). */
-  startedHere: boolean
-  stop(): Promise<void>
 }
 
 /** The broker the tests use: the running one, or one started now. */
 export async function startKafka(): Promise<KafkaBroker> {
-  const running = await kafkaScript('status').then(
-    () => true,
-    () => false,
-  )
-  if (!running) await kafkaScript('start')
-  return {
-    url: KAFKA_URL,
-    startedHere: !running,
-    async stop() {
-      if (!running) await kafkaScript('stop')
-    },
-  }
+  return { url: KAFKA_URL, ...(await runningOrStarted(kafkaScript)) }
 }
 
 /** An admin client on the test broker; close it when done. */

@@ -5,14 +5,8 @@
  * `scripts/pulsar.sh start`); otherwise the tests start it and stop it when
  * they are done. Without a JDK or Maven the tests skip, saying so in one line.
  */
-import { execFile } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { delimiter, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { promisify } from 'node:util'
+import { brokerScript, onPath, runningOrStarted, type ScriptBroker } from './broker-script.ts'
 
-const run = promisify(execFile)
-const SCRIPT = fileURLToPath(new URL('../../scripts/pulsar.sh', import.meta.url))
 const PORT = Number(process.env.PULSAR_PORT || 6650)
 const WEB_PORT = Number(process.env.PULSAR_WEB_PORT || 8081)
 
@@ -20,10 +14,6 @@ export const PULSAR_URL = `pulsar://127.0.0.1:${PORT}`
 export const PULSAR_ADMIN = `http://127.0.0.1:${WEB_PORT}`
 export const PULSAR_INSTALL =
   'a JDK 17+ and Maven (apt-get install -y openjdk-17-jdk-headless maven), then scripts/pulsar.sh start'
-
-function onPath(command: string): boolean {
-  return (process.env.PATH ?? '').split(delimiter).some((dir) => dir && existsSync(join(dir, command)))
-}
 
 let announced = false
 
@@ -38,41 +28,16 @@ export function pulsarRunnable(): boolean {
 }
 
 /** Runs scripts/pulsar.sh; rejects with its output when it fails. */
-export async function pulsarScript(
-  command: 'start' | 'stop' | 'status',
-  env: Record<string, string> = {},
-): Promise<string> {
-  try {
-    const { stdout } = await run(SCRIPT, [command], { timeout: 300_000, env: { ...process.env, ...env } })
-    return stdout
-  } catch (err) {
-    const e = err as Error & { stdout?: string; stderr?: string }
-    throw new Error(`scripts/pulsar.sh ${command} failed: ${(e.stderr || e.stdout || e.message).trim()}`)
-  }
-}
+export const pulsarScript = brokerScript<'start' | 'stop' | 'status'>('pulsar')
 
-export interface PulsarBroker {
+export interface PulsarBroker extends ScriptBroker {
   url: string
   admin: string
-  startedHere: boolean
-  stop(): Promise<void>
 }
 
 /** The broker the tests use: the running one, or one started now. */
 export async function startPulsar(): Promise<PulsarBroker> {
-  const running = await pulsarScript('status').then(
-    () => true,
-    () => false,
-  )
-  if (!running) await pulsarScript('start')
-  return {
-    url: PULSAR_URL,
-    admin: PULSAR_ADMIN,
-    startedHere: !running,
-    async stop() {
-      if (!running) await pulsarScript('stop')
-    },
-  }
+  return { url: PULSAR_URL, admin: PULSAR_ADMIN, ...(await runningOrStarted(pulsarScript)) }
 }
 
 /** PUT /admin/v2/<persistence>/<tenant>/<ns>/<topic>/unload: the broker closes every producer and consumer of the topic. */
