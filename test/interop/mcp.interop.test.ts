@@ -5,18 +5,17 @@
  * agent's `mcp-tool` tools take. Needs the virtual environment of
  * scripts/trustgraph-venv.sh with the `mcp` package in it.
  */
-import { execFile, execFileSync, spawn } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadProject } from '../../bridge/project/project.ts'
 import { resolveSettings } from '../../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
-import { TRUSTGRAPH_INSTALL, TRUSTGRAPH_VENV, trustgraphInstalled } from '../support/trustgraph.ts'
+import { interopScriptLines, TRUSTGRAPH_INSTALL, TRUSTGRAPH_VENV, trustgraphInstalled } from '../support/trustgraph.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const PYTHON = join(TRUSTGRAPH_VENV, 'bin/python')
-const SCRIPT = fileURLToPath(new URL('./tg_mcp_tool.py', import.meta.url))
 
 function mcpInstalled(): boolean {
   try {
@@ -39,24 +38,7 @@ function trustgraphMcpCalls(
   mcp: unknown,
   calls: { name: string; parameters?: Record<string, unknown> }[],
 ): Promise<{ output?: unknown; error?: string }[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, [SCRIPT, '--mcp', JSON.stringify(mcp)])
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d))
-    child.stderr.on('data', (d: Buffer) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`tg_mcp_tool.py exited ${code}: ${stderr.slice(-2000)}`))
-      resolve(
-        stdout
-          .trim()
-          .split('\n')
-          .map((line) => JSON.parse(line) as { output?: unknown; error?: string }),
-      )
-    })
-    child.stdin.end(calls.map((c) => JSON.stringify(c)).join('\n') + '\n')
-  })
+  return interopScriptLines('tg_mcp_tool.py', ['--mcp', JSON.stringify(mcp)], calls)
 }
 
 describe.skipIf(!ready)("TrustGraph's MCP tool service calling /mcp", () => {

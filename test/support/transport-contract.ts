@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { ToolServiceSpec } from '../../bridge/project/tool-services.ts'
 import { loadProject, type Project } from '../../bridge/project/project.ts'
-import type { Settings } from '../../bridge/project/settings.ts'
+import { resolveSettings, type Settings } from '../../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
 import { RequestClient } from '../../bridge/trustgraph/request-client.ts'
 import { createTransport } from '../../bridge/transports/create-transport.ts'
@@ -27,11 +27,117 @@ import { ToolbridgeError } from '../../shared/errors.ts'
 import { encodeRequest, ID_PROPERTY, UNKNOWN_ID } from '../../shared/protocol.ts'
 import { metricValue } from './metrics.ts'
 import { ResponseTap, waitFor } from './response-tap.ts'
+import { trustgraphClientCalls, trustgraphInstalled, type TgBackend, type TgCall } from './trustgraph.ts'
 
 const EXAMPLES_YML = fileURLToPath(new URL('../../serverless.yml', import.meta.url))
 const CALCULATOR = fileURLToPath(new URL('../../functions/calculator/handler.ts', import.meta.url))
 const utf8 = new TextEncoder()
 const text = (body: Uint8Array) => Buffer.from(body).toString('utf8')
+
+/** What a broker's suite and the contract close after each test, last opened first. */
+export class ClosedAfterEach {
+  private readonly pending: (() => Promise<unknown> | unknown)[] = []
+
+  /** Registers the afterEach that closes them; call it inside the describe they serve. */
+  register(): this {
+    afterEach(async () => {
+      for (const cleanup of this.pending.splice(0).reverse()) await cleanup()
+    })
+    return this
+  }
+
+  add(cleanup: () => Promise<unknown> | unknown): void {
+    this.pending.push(cleanup)
+  }
+
+  async runtime(start: Promise<Runtime>): Promise<Runtime> {
+    const started = await start
+    this.add(() => started.stop())
+    return started
+  }
+
+  /** A transport or broker client, connected, closed after the test. */
+  async connected<T extends { connect(): Promise<unknown>; close(): Promise<unknown> }>(created: T): Promise<T> {
+    await created.connect()
+    this.add(() => created.close())
+    return created
+  }
+
+  async client(on: Transport, spec: { requestQueue: string; responseQueue: string }): Promise<RequestClient> {
+    const created = new RequestClient(on, spec)
+    await created.start()
+    this.add(() => created.close())
+    return created
+  }
+}
+
+/** A broker as test/support/{rabbitmq,kafka,pulsar}.ts start or find it. */
+export interface StartedBroker {
+  url: string
+  stop(): Promise<void>
+}
+
+/** A broker's suite: its broker, settings on it, and what its tests open, closed after each. */
+export interface BrokerSuite<B extends StartedBroker> {
+  /** Once beforeAll has run. */
+  readonly broker: B
+  /** The broker's settings, HTTP gateway off. */
+  readonly settings: Settings
+  readonly closing: ClosedAfterEach
+  /** A bridge runtime on the broker (or another URL of it, such as one with other partitions), stopped after the test. */
+  runtime(project: Project, brokerUrl?: string): Promise<Runtime>
+  client(on: Transport, spec: { requestQueue: string; responseQueue: string }): Promise<RequestClient>
+}
+
+/**
+ * The set-up every broker's test file shares: the broker started (or the
+ * running one found) before its tests, `prepare` run on it (leftovers of an
+ * earlier run removed), and stopped after them if it was started here. Call it
+ * inside the file's describe; its tests skip without the broker, each file
+ * saying why in one line (describe.skipIf).
+ */
+export function brokerSuite<B extends StartedBroker>(
+  start: () => Promise<B>,
+  options: { prepare?: (broker: B) => Promise<void>; startTimeoutMs?: number } = {},
+): BrokerSuite<B> {
+  let broker: B | undefined
+  let settings: Settings | undefined
+  const closing = new ClosedAfterEach().register()
+  beforeAll(async () => {
+    broker = await start()
+    settings = resolveSettings({ broker: broker.url, port: 'off' }, {})
+    await options.prepare?.(broker)
+  }, options.startTimeoutMs)
+  afterAll(async () => {
+    await broker?.stop()
+  })
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the broker is not up yet (used before beforeAll)')
+    return value
+  }
+  return {
+    get broker() {
+      return started(broker)
+    },
+    get settings() {
+      return started(settings)
+    },
+    closing,
+    runtime(project, brokerUrl = started(broker).url) {
+      const on =
+        brokerUrl === started(broker).url ? started(settings) : resolveSettings({ broker: brokerUrl, port: 'off' }, {})
+      return closing.runtime(startRuntime(project, on))
+    },
+    client: (on, spec) => closing.client(on, spec),
+  }
+}
+
+/** A tool service of a project by id; a missing one fails the test saying which. */
+export function serviceById(project: Project, id: string): ToolServiceSpec {
+  const spec = project.services.find((s) => s.id === id)
+  if (!spec) throw new Error(`no tool service "${id}"`)
+  return spec
+}
 
 /** Takes the broker away and brings it back, as its own tools allow. */
 export type Outage =
@@ -78,6 +184,39 @@ export interface TransportProfile {
   burstQueues?: { requestQueue: string; responseQueue: string; why: string }
   /** A transport on a port where nothing listens (its retries cut short); `secret`: a password in its URL (a string: why not). */
   unreachable: { transport(): Transport; secret?: string } | string
+}
+
+/**
+ * 200 requests (arguments `n` and `ms: 5`) published at once on a replica
+ * service's request queue, each under its own id, answered through `tap`,
+ * while sampling which of the two replicas has work in hand. Resolves with
+ * the answers in order (`A:<n>` or `B:<n>`), their ids, and whether both
+ * replicas were seen busy.
+ */
+export async function loadTwoReplicas(
+  closing: ClosedAfterEach,
+  replicas: [Runtime, Runtime],
+  t: Transport,
+  tap: ResponseTap,
+  requestQueue: string,
+): Promise<{ answers: string[]; ids: string[]; bothBusy: boolean }> {
+  const busy = [false, false]
+  const sampler = setInterval(() => {
+    replicas.forEach((r, i) => (busy[i] ||= r.bridge.inFlight > 0))
+  }, 1)
+  closing.add(() => clearInterval(sampler))
+  const ids: string[] = []
+  const answers = await Promise.all(
+    Array.from({ length: 200 }, (_, n) => {
+      const id = randomUUID()
+      ids.push(id)
+      return new Promise<string>((resolve, reject) => {
+        t.publish(requestQueue, encodeRequest({ arguments: { n, ms: 5 } }), { [ID_PROPERTY]: id }).catch(reject)
+        tap.ended(id).then((messages) => resolve(messages[0]!.response.response), reject)
+      })
+    }),
+  )
+  return { answers, ids, bothBusy: busy[0]! && busy[1]! }
 }
 
 /** Calls a fixture replica in a loop from 8 callers; lost calls (non-persistent queues drop what has no consumer) are counted, not failed. */
@@ -134,36 +273,18 @@ export function describeTransport(name: string, profile: TransportProfile): void
   const strict = service(fixtures, (id) => id.endsWith('-strict-service'))
   const byId = (id: string) => service(examples, (candidate) => candidate === id)
   const timeoutMs = profile.callTimeoutMs
-  const cleanups: (() => Promise<unknown> | unknown)[] = []
+  const closing = new ClosedAfterEach()
 
   const start = (project: Project) => startRuntime(project, profile.settings, { memoryBroker: profile.memoryBroker })
-
-  async function runtime(project: Project): Promise<Runtime> {
-    const started = await start(project)
-    cleanups.push(() => started.stop())
-    return started
-  }
-
-  async function transport(): Promise<Transport> {
-    const created = await createTransport(profile.settings.broker, profile.memoryBroker, {
-      pulsar: profile.settings.pulsar,
-    })
-    await created.connect()
-    cleanups.push(() => created.close())
-    return created
-  }
-
-  async function client(on: Transport, spec: { requestQueue: string; responseQueue: string }): Promise<RequestClient> {
-    const created = new RequestClient(on, spec)
-    await created.start()
-    cleanups.push(() => created.close())
-    return created
-  }
+  const runtime = (project: Project) => closing.runtime(start(project))
+  const transport = async (): Promise<Transport> =>
+    closing.connected(
+      await createTransport(profile.settings.broker, profile.memoryBroker, { pulsar: profile.settings.pulsar }),
+    )
+  const client = (on: Transport, spec: { requestQueue: string; responseQueue: string }) => closing.client(on, spec)
 
   describe(`the transport contract on ${name}`, () => {
-    afterEach(async () => {
-      for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
-    })
+    closing.register()
 
     describe('the example tools', () => {
       let bridge: Runtime
@@ -191,7 +312,7 @@ export function describeTransport(name: string, profile: TransportProfile): void
       it('streams tell-story chunk by chunk, and only the last message ends the stream', async () => {
         const spec = byId('story-service')
         const tap = await ResponseTap.open(clientTransport, spec.responseQueue, timeoutMs)
-        cleanups.push(() => tap.close())
+        closing.add(() => tap.close())
         const id = randomUUID()
         await clientTransport.publish(
           spec.requestQueue,
@@ -350,32 +471,13 @@ export function describeTransport(name: string, profile: TransportProfile): void
           const b = await runtime(asReplica(fixtures, 'replicaB'))
           const t = await transport()
           const tap = await ResponseTap.open(t, replica.responseQueue, timeoutMs)
-          cleanups.push(() => tap.close())
+          closing.add(() => tap.close())
           const c = await client(t, replica)
-          let busyA = false
-          let busyB = false
-          const sampler = setInterval(() => {
-            busyA ||= a.bridge.inFlight > 0
-            busyB ||= b.bridge.inFlight > 0
-          }, 1)
-          cleanups.push(() => clearInterval(sampler))
-          const ids: string[] = []
-          const answers = await Promise.all(
-            Array.from({ length: 200 }, (_, n) => {
-              const id = randomUUID()
-              ids.push(id)
-              return new Promise<string>((resolve, reject) => {
-                t.publish(replica.requestQueue, encodeRequest({ arguments: { n, ms: 5 } }), {
-                  [ID_PROPERTY]: id,
-                }).catch(reject)
-                tap.ended(id).then((messages) => resolve(messages[0]!.response.response), reject)
-              })
-            }),
-          )
+          const { answers, ids, bothBusy } = await loadTwoReplicas(closing, [a, b], t, tap, replica.requestQueue)
           answers.forEach((answer, n) => expect(answer).toMatch(new RegExp(`^[AB]:${n}$`)))
           const byA = answers.filter((answer) => answer.startsWith('A:')).length
           console.info(`${name}: two replicas answered 200 requests, ${byA} by A and ${200 - byA} by B`)
-          expect(busyA && busyB).toBe(true)
+          expect(bothBusy).toBe(true)
           // One more round trip through each replica flushes anything still on its way; then count.
           await Promise.all([0, 1, 2, 3].map((n) => c.call({ arguments: { n } }, { timeoutMs })))
           for (const id of ids) expect(tap.messages(id)).toHaveLength(1)
@@ -485,9 +587,9 @@ export function describeTransport(name: string, profile: TransportProfile): void
         if (flowControl.drop) {
           const drop = flowControl.drop
           await drop(queue) // what an interrupted run left
-          cleanups.push(() => drop(queue))
+          closing.add(() => drop(queue))
         }
-        const t = await transport() // closed (cleanups run in reverse) before its queue is dropped
+        const t = await transport() // closed (last opened, first closed) before its queue is dropped
         const deliveries: Delivery[] = []
         await t.consume(queue, { subscription: 'sub', concurrency: 3 }, (delivery) => deliveries.push(delivery))
         for (let i = 0; i < 10; i++) await t.publish(queue, utf8.encode(String(i)), {})
@@ -509,7 +611,7 @@ export function describeTransport(name: string, profile: TransportProfile): void
           const settleRest = setInterval(() => {
             for (const d of deliveries.slice(2)) if (!d.redelivered) d.ack()
           }, 5)
-          cleanups.push(() => clearInterval(settleRest))
+          closing.add(() => clearInterval(settleRest))
         }
         await waitFor('the nacked message back, marked redelivered', () => deliveries.some((d) => d.redelivered))
         expect(deliveries.filter((d) => d.redelivered).map((d) => text(d.body))).toEqual(['1'])
@@ -520,7 +622,7 @@ export function describeTransport(name: string, profile: TransportProfile): void
           pulsar: profile.settings.pulsar,
         })
         await t.connect()
-        cleanups.push(() => t.close())
+        closing.add(() => t.close())
         const queue = 'response:tg:contract-acks'
         const deliveries: Delivery[] = []
         await t.subscribe(queue, (delivery) => deliveries.push(delivery))
@@ -560,7 +662,7 @@ export function describeTransport(name: string, profile: TransportProfile): void
         async () => {
           if (!unreachable) return
           const t = unreachable.transport()
-          cleanups.push(() => t.close())
+          closing.add(() => t.close())
           const error = (await t.connect().catch((err: unknown) => err)) as ToolbridgeError
           expect(error).toBeInstanceOf(ToolbridgeError)
           expect(error.kind).toBe('unavailable')
@@ -573,5 +675,77 @@ export function describeTransport(name: string, profile: TransportProfile): void
         },
       )
     })
+  })
+}
+
+/**
+ * TrustGraph's own RequestResponseClient (trustgraph-base, through its own
+ * backend for the broker) calling the example tools on a bridge started on
+ * `settings()`: one answer, a stream, error answers and, unless the broker
+ * says why not, many calls at once; skipped without TrustGraph's packages.
+ * Call it inside a describe whose beforeAll has the broker up.
+ */
+export function describeTrustgraphClient(
+  title: string,
+  broker: { settings: () => Settings; backend: () => TgBackend; concurrentCalls?: number },
+): void {
+  const examples = loadProject(EXAMPLES_YML)
+  const queues = (id: string) => service(examples, (candidate) => candidate === id)
+  const calls = (id: string, list: TgCall[]) => trustgraphClientCalls(queues(id), list, broker.backend())
+
+  describe.skipIf(!trustgraphInstalled())(title, () => {
+    let bridge: Runtime
+    beforeAll(async () => {
+      bridge = await startRuntime(examples, broker.settings())
+    })
+    afterAll(async () => {
+      await bridge?.stop()
+    })
+
+    it('gets a single answer from request()', async () => {
+      const [result] = await calls('joke-service', [
+        { config: { style: 'dad-joke' }, arguments: { topic: 'programming' } },
+      ])
+      expect(result).toEqual({
+        response:
+          "Hey there! Here's a dad-joke for you:\n\nWhy do programmers prefer dark mode? Because light attracts bugs.",
+        error: null,
+        messages: 1,
+      })
+    })
+
+    it('gets every chunk from request_stream(), the last one ending the stream', async () => {
+      const [result] = await calls('story-service', [
+        { config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 }, stream: true },
+      ])
+      expect(result!.error).toBeNull()
+      expect(result!.messages).toBe(4) // three sentences and the final end_of_stream message
+      expect(result!.response).toBe(
+        'Once upon a time, Ada lived in a small town by the sea. ' +
+          'Every morning, Ada looked at the horizon and wondered what lay beyond it. ' +
+          'One day a stranger arrived with a map that nobody in a small town by the sea could read.',
+      )
+    })
+
+    it.runIf(existsSync(CALCULATOR))("decodes error answers into TrustGraph's Error", async () => {
+      const results = await calls('calculator-service', [{ arguments: {} }, { arguments: { expression: '1/0' } }])
+      expect(results[0]!.error).toEqual({
+        type: 'invalid-arguments',
+        message: 'invalid arguments: "expression" is required',
+      })
+      expect(results[1]!.error?.type).toBe('tool-service-error')
+      expect(results[1]!.error?.message).toContain('division by zero')
+    })
+
+    const concurrent = broker.concurrentCalls ?? 0
+    it.runIf(concurrent > 0 && existsSync(CALCULATOR))(
+      `answers ${concurrent} concurrent calls, each with its own result`,
+      async () => {
+        const list = Array.from({ length: concurrent }, (_, i) => ({ arguments: { expression: `${i} * ${i} + 1` } }))
+        const results = await calls('calculator-service', list)
+        expect(results.map((r) => r.response)).toEqual(list.map((_, i) => String(i * i + 1)))
+        expect(results.every((r) => r.error === null)).toBe(true)
+      },
+    )
   })
 }

@@ -4,11 +4,11 @@
  * client and agent loader (test/interop/tg_config.py), from the virtual
  * environment of scripts/trustgraph-venv.sh.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PULSAR_ADMIN, PULSAR_URL } from './pulsar.ts'
-import { TRUSTGRAPH_VENV } from './trustgraph.ts'
+import { interopScriptLines, startInteropProcess, TRUSTGRAPH_VENV } from './trustgraph.ts'
 
 const PYTHON = join(TRUSTGRAPH_VENV, 'bin/python')
 const INTEROP = fileURLToPath(new URL('../interop/', import.meta.url))
@@ -26,23 +26,11 @@ const clientFlags = (backend: TgBackend) =>
 
 /** Starts TrustGraph's config service; resolves once it consumes request:tg:config. */
 export function startTrustgraphConfigService(backend: TgBackend = 'rabbitmq'): Promise<ChildProcess> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, [
-      join(INTEROP, 'tg_config_service.py'),
-      ...processorFlags(backend),
-      '--no-metrics',
-      '--no-loki-enabled',
-    ])
-    let log = ''
-    const onData = (d: Buffer) => {
-      log += d
-      if (log.includes('Added consumer: request:tg:config')) resolve(child)
-    }
-    child.stdout.on('data', onData)
-    child.stderr.on('data', onData)
-    child.on('error', reject)
-    child.on('exit', (code) => reject(new Error(`TrustGraph's config service exited ${code}: ${log.slice(-2000)}`)))
-  })
+  return startInteropProcess(
+    "TrustGraph's config service",
+    [PYTHON, join(INTEROP, 'tg_config_service.py'), ...processorFlags(backend), '--no-metrics', '--no-loki-enabled'],
+    (log) => log.includes('Added consumer: request:tg:config'),
+  )
 }
 
 /** Stops a child and waits until it is gone, so the next service owns the queue alone. */
@@ -74,24 +62,7 @@ export function trustgraphConfig(
   commands: TgConfigCommand[],
   backend: TgBackend = 'rabbitmq',
 ): Promise<Record<string, unknown>[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, [join(INTEROP, 'tg_config.py'), ...clientFlags(backend)])
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d))
-    child.stderr.on('data', (d: Buffer) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`tg_config.py exited ${code}: ${stderr.slice(-2000)}`))
-      resolve(
-        stdout
-          .trim()
-          .split('\n')
-          .map((line) => JSON.parse(line) as Record<string, unknown>),
-      )
-    })
-    child.stdin.end(commands.map((c) => JSON.stringify(c)).join('\n') + '\n')
-  })
+  return interopScriptLines('tg_config.py', clientFlags(backend), commands)
 }
 
 /** What TrustGraph's ReAct agent loads from the configuration service: workspace -> tool name -> tool. */

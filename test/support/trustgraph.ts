@@ -3,11 +3,12 @@
  * environment made by scripts/trustgraph-venv.sh, and runners for the
  * scripts in test/interop/.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 
 export const TRUSTGRAPH_VENV = process.env.TOOLBRIDGE_TRUSTGRAPH_VENV ?? join(homedir(), '.cache/toolbridge/tg-venv')
 const PYTHON = join(TRUSTGRAPH_VENV, 'bin/python')
@@ -48,37 +49,19 @@ export function trustgraphClientCalls(
       : broker.backend === 'pulsar'
         ? ['--backend', 'pulsar', '--pulsar-host', broker.serviceUrl, '--pulsar-admin-url', broker.adminUrl]
         : ['--backend', 'rabbitmq', '--rabbitmq-host', broker.host]
-  return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, [
-      join(INTEROP, 'tg_client.py'),
-      ...backendArgs,
-      '--request-queue',
-      queues.requestQueue,
-      '--response-queue',
-      queues.responseQueue,
-    ])
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d))
-    child.stderr.on('data', (d: Buffer) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (code, signal) => {
-      if (code !== 0) return reject(new Error(`tg_client.py exited ${code ?? `on ${signal}`}: ${stderr.slice(-2000)}`))
-      resolve(
-        stdout
-          .trim()
-          .split('\n')
-          .map((line) => JSON.parse(line) as TgResult),
-      )
-    })
-    child.stdin.end(calls.map((c) => JSON.stringify(c)).join('\n') + '\n')
-  })
+  return interopScriptLines<TgResult>(
+    'tg_client.py',
+    [...backendArgs, '--request-queue', queues.requestQueue, '--response-queue', queues.responseQueue],
+    calls,
+  )
 }
 
 /** Starts TrustGraph's own joke service on RabbitMQ; resolves once it consumes its request queue. */
 export function startTrustgraphJokeService(): Promise<ChildProcess> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, [
+  return startInteropProcess(
+    'joke service',
+    [
+      PYTHON,
       join(INTEROP, 'tg_joke_service.py'),
       '--pubsub-backend',
       'rabbitmq',
@@ -86,15 +69,77 @@ export function startTrustgraphJokeService(): Promise<ChildProcess> {
       '127.0.0.1',
       '--no-metrics',
       '--no-loki-enabled',
-    ])
+    ],
+    (log) => log.includes('Added consumer: request:tg:joke'),
+  )
+}
+
+/**
+ * Runs one of test/interop's scripts with TrustGraph's Python: `inputs` as
+ * JSON lines on its stdin, one JSON result a line on its stdout; a failed
+ * run rejects with the end of what it wrote to stderr.
+ */
+export function interopScriptLines<R>(script: string, args: string[], inputs: unknown[]): Promise<R[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(PYTHON, [join(INTEROP, script), ...args])
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d))
+    child.stderr.on('data', (d: Buffer) => (stderr += d))
+    child.on('error', reject)
+    child.on('close', (code, signal) => {
+      if (code !== 0) return reject(new Error(`${script} exited ${code ?? `on ${signal}`}: ${stderr.slice(-2000)}`))
+      resolve(
+        stdout
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as R),
+      )
+    })
+    child.stdin.end(inputs.map((input) => JSON.stringify(input)).join('\n') + '\n')
+  })
+}
+
+/**
+ * Starts a long-running TrustGraph process (`command`: the program and its
+ * arguments); resolves once its log (stdout and stderr) shows it is
+ * `ready`, rejects with the log's end if it exits first.
+ */
+export function startInteropProcess(
+  name: string,
+  [program, ...args]: string[],
+  ready: (log: string) => boolean,
+): Promise<ChildProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program!, args)
     let log = ''
     const onData = (d: Buffer) => {
       log += d
-      if (log.includes('Added consumer: request:tg:joke')) resolve(child)
+      if (ready(log)) resolve(child)
     }
     child.stdout.on('data', onData)
     child.stderr.on('data', onData)
     child.on('error', reject)
-    child.on('exit', (code) => reject(new Error(`joke service exited ${code}: ${log.slice(-2000)}`)))
+    child.on('exit', (code) => reject(new Error(`${name} exited ${code}: ${log.slice(-2000)}`)))
   })
+}
+
+/** `toolbridge invoke tell-joke --arg topic=programming` on a broker (from the source, 20 s to answer); resolves with what it prints. */
+export async function invokeJokeOn(brokerUrl: string): Promise<string> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [
+      'bridge/cli/main.ts',
+      'invoke',
+      'tell-joke',
+      '--arg',
+      'topic=programming',
+      '--broker',
+      brokerUrl,
+      '--timeout',
+      '20',
+    ],
+    { timeout: 30_000 },
+  )
+  return stdout
 }

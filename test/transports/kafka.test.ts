@@ -11,23 +11,19 @@
  * recovery time is printed.
  */
 import { randomUUID } from 'node:crypto'
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Consumer, MessagesStreamModes, Producer, stringDeserializer, stringSerializer } from '@platformatic/kafka'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import type { ToolServiceSpec } from '../../bridge/project/tool-services.ts'
 import { ToolbridgeError } from '../../shared/errors.ts'
-import { encodeRequest, ID_PROPERTY } from '../../shared/protocol.ts'
-import { RequestClient } from '../../bridge/trustgraph/request-client.ts'
 import { loadProject, type Project } from '../../bridge/project/project.ts'
-import { resolveSettings, type Settings } from '../../bridge/project/settings.ts'
-import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
+import { resolveSettings } from '../../bridge/project/settings.ts'
 import { KafkaTransport } from '../../bridge/transports/kafka/kafka-transport.ts'
 import { PartitionProgress } from '../../bridge/transports/kafka/offsets.ts'
 import { parseKafkaUrl } from '../../bridge/transports/kafka/url.ts'
-import type { Transport } from '../../bridge/transports/transport.ts'
 import {
   committedOffset,
   dropTopicsAndGroups,
@@ -37,26 +33,24 @@ import {
   KAFKA_URL,
   kafkaScript,
   startKafka,
-  type KafkaBroker,
 } from '../support/kafka.ts'
-import { TRUSTGRAPH_INSTALL, trustgraphClientCalls, trustgraphInstalled } from '../support/trustgraph.ts'
+import { TRUSTGRAPH_INSTALL, trustgraphInstalled } from '../support/trustgraph.ts'
 import { ResponseTap, waitFor } from '../support/response-tap.ts'
 import { StartedBridge } from '../support/started-bridge.ts'
-import { describeTransport } from '../support/transport-contract.ts'
+import {
+  brokerSuite,
+  describeTransport,
+  describeTrustgraphClient,
+  loadTwoReplicas,
+  serviceById,
+} from '../support/transport-contract.ts'
 
 const EXAMPLES_YML = fileURLToPath(new URL('../../serverless.yml', import.meta.url))
 const FIXTURE_YML = fileURLToPath(new URL('../fixtures/brokers/kafka.yml', import.meta.url))
-const CALCULATOR = fileURLToPath(new URL('../../functions/calculator/handler.ts', import.meta.url))
 /** Fail-safe for calls that should be answered: never an assertion on how long they take. */
 const CALL_TIMEOUT_MS = 30_000
 
 const available = kafkaAvailable()
-
-function service(project: Project, id: string): ToolServiceSpec {
-  const spec = project.services.find((s) => s.id === id)
-  if (!spec) throw new Error(`no tool service "${id}"`)
-  return spec
-}
 
 /** The fixture project with the replica service's handler swapped, so answers name the replica. */
 function asReplica(project: Project, exportName: string): Project {
@@ -136,52 +130,22 @@ describe('the kafka:// broker URL (no broker needed)', () => {
 })
 
 describe.skipIf(!available)('the bridge on Kafka', () => {
-  let broker: KafkaBroker
-  let settings: Settings
   const examples = loadProject(EXAMPLES_YML)
   const fixtures = loadProject(FIXTURE_YML)
-  const cleanups: (() => Promise<unknown> | unknown)[] = []
   const topicsOf = (spec: ToolServiceSpec) =>
     [spec.requestQueue, spec.responseQueue].map((q) => q.replace(/^(\w+):(\w+):/, '$2.$1.'))
 
-  beforeAll(async () => {
-    broker = await startKafka()
-    settings = resolveSettings({ broker: broker.url, port: 'off' }, {})
+  const suite = brokerSuite(startKafka, {
     // Leftovers of an earlier run: committed offsets and topics with other partition counts.
-    await dropTopicsAndGroups(
-      fixtures.services.flatMap(topicsOf),
-      [...examples.services, ...fixtures.services].map((s) => `${s.id}-request`),
-    )
-  }, 300_000)
-  afterAll(async () => {
-    await broker?.stop()
+    prepare: () =>
+      dropTopicsAndGroups(
+        fixtures.services.flatMap(topicsOf),
+        [...examples.services, ...fixtures.services].map((s) => `${s.id}-request`),
+      ),
+    startTimeoutMs: 300_000,
   })
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
-  })
-
-  async function runtime(project: Project, brokerUrl = broker.url): Promise<Runtime> {
-    const started = await startRuntime(
-      project,
-      brokerUrl === broker.url ? settings : resolveSettings({ broker: brokerUrl, port: 'off' }, {}),
-    )
-    cleanups.push(() => started.stop())
-    return started
-  }
-
-  async function transport(url = broker.url): Promise<KafkaTransport> {
-    const created = new KafkaTransport(url)
-    await created.connect()
-    cleanups.push(() => created.close())
-    return created
-  }
-
-  async function client(on: Transport, spec: { requestQueue: string; responseQueue: string }): Promise<RequestClient> {
-    const created = new RequestClient(on, spec)
-    await created.start()
-    cleanups.push(() => created.close())
-    return created
-  }
+  const { runtime, client, closing } = suite
+  const transport = (url = suite.broker.url) => closing.connected(new KafkaTransport(url))
 
   // First, while the fixture topics have the one partition the offsets test below relies on.
   describeTransport('Kafka', {
@@ -219,7 +183,7 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
         maxWaitTime: 200,
         deserializers: { headerKey: stringDeserializer, headerValue: stringDeserializer },
       })
-      cleanups.push(() => consumer.close(true))
+      closing.add(() => consumer.close(true))
       const stream = await consumer.consume({ topics: [responseTopic], mode: MessagesStreamModes.LATEST })
       const received: { key: Buffer | undefined; value: Buffer; headers: Map<string, string> }[] = []
       stream.on('data', (m) => received.push({ key: m.key, value: m.value, headers: m.headers }))
@@ -229,7 +193,7 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
         bootstrapBrokers: ['127.0.0.1:9092'],
         serializers: { headerKey: stringSerializer, headerValue: stringSerializer },
       })
-      cleanups.push(() => producer.close())
+      closing.add(() => producer.close())
       const id = `tg-wire-${randomUUID()}`
       // What TrustGraph's producer sends: json.dumps of the request dataclass, properties as headers, no key.
       await producer.send({
@@ -253,7 +217,7 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
   })
 
   describe('offsets', () => {
-    const spec = service(fixtures, 'kafka-replica-service')
+    const spec = serviceById(fixtures, 'kafka-replica-service')
     const group = `${spec.id}-request`
     const topic = 'tg.request.kafka-replica'
 
@@ -287,9 +251,9 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
   })
 
   describe('replicas', () => {
-    const spec = service(fixtures, 'kafka-replica-service')
+    const spec = serviceById(fixtures, 'kafka-replica-service')
     const group = `${spec.id}-request`
-    const threePartitions = () => `${broker.url}?partitions=3`
+    const threePartitions = () => `${suite.broker.url}?partitions=3`
 
     beforeAll(async () => {
       // A topic of three partitions, created by the bridge from the URL's partitions option.
@@ -314,34 +278,15 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
       })
       const t = await transport()
       const tap = await ResponseTap.open(t, spec.responseQueue, CALL_TIMEOUT_MS)
-      cleanups.push(() => tap.close())
-      let busyA = false
-      let busyB = false
-      const sampler = setInterval(() => {
-        busyA ||= a.bridge.inFlight > 0
-        busyB ||= b.bridge.inFlight > 0
-      }, 1)
-      cleanups.push(() => clearInterval(sampler))
-      const ids: string[] = []
-      const answers = await Promise.all(
-        Array.from({ length: 200 }, (_, n) => {
-          const id = randomUUID()
-          ids.push(id)
-          return new Promise<string>((resolve, reject) => {
-            t.publish(spec.requestQueue, encodeRequest({ arguments: { n, ms: 5 } }), { [ID_PROPERTY]: id }).catch(
-              reject,
-            )
-            tap.ended(id).then((messages) => resolve(messages[0]!.response.response), reject)
-          })
-        }),
-      )
+      closing.add(() => tap.close())
+      const { answers, ids, bothBusy } = await loadTwoReplicas(closing, [a, b], t, tap, spec.requestQueue)
       answers.forEach((text, n) => expect(text).toMatch(new RegExp(`^[AB]:${n}$`)))
       const byA = answers.filter((text) => text.startsWith('A:')).length
       const duplicates = ids.filter((id) => tap.messages(id).length > 1).length
       console.info(
         `Kafka: two replicas on 3 partitions answered 200 requests, ${byA} by A and ${200 - byA} by B, ${duplicates} answered twice`,
       )
-      expect(busyA && busyB).toBe(true)
+      expect(bothBusy).toBe(true)
       expect(byA).toBeGreaterThan(0)
       expect(byA).toBeLessThan(200)
     })
@@ -357,7 +302,7 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
         '--log-level',
         'warn',
       ])
-      cleanups.push(() => replicaA.stop())
+      closing.add(() => replicaA.stop())
       await replicaA.printed(/toolbridge: serving on/)
       const b = await runtime(asReplica(fixtures, 'replicaB'), threePartitions())
       await waitFor('both replicas to hold partitions', async () => {
@@ -417,63 +362,10 @@ describe.skipIf(!available)('the bridge on Kafka', () => {
     })
   })
 
-  describe.skipIf(!trustgraphInstalled())(
-    "TrustGraph's own client (trustgraph-base, Kafka backend) calling the bridge",
-    () => {
-      const queues = (id: string) => service(examples, id)
-      const kafka = { backend: 'kafka' as const, bootstrapServers: '127.0.0.1:9092' }
-      let bridge: Runtime
-      beforeAll(async () => {
-        bridge = await startRuntime(examples, settings)
-      })
-      afterAll(async () => {
-        await bridge?.stop()
-      })
-
-      it('gets a single answer from request()', async () => {
-        const [result] = await trustgraphClientCalls(
-          queues('joke-service'),
-          [{ config: { style: 'dad-joke' }, arguments: { topic: 'programming' } }],
-          kafka,
-        )
-        expect(result).toEqual({
-          response:
-            "Hey there! Here's a dad-joke for you:\n\nWhy do programmers prefer dark mode? Because light attracts bugs.",
-          error: null,
-          messages: 1,
-        })
-      })
-
-      it('gets every chunk from request_stream(), the last one ending the stream', async () => {
-        const [result] = await trustgraphClientCalls(
-          queues('story-service'),
-          [{ config: { pace: 0 }, arguments: { hero: 'Ada', sentences: 3 }, stream: true }],
-          kafka,
-        )
-        expect(result!.error).toBeNull()
-        expect(result!.messages).toBe(4)
-        expect(result!.response).toBe(
-          'Once upon a time, Ada lived in a small town by the sea. ' +
-            'Every morning, Ada looked at the horizon and wondered what lay beyond it. ' +
-            'One day a stranger arrived with a map that nobody in a small town by the sea could read.',
-        )
-      })
-
-      it.runIf(existsSync(CALCULATOR))("decodes error answers into TrustGraph's Error", async () => {
-        const results = await trustgraphClientCalls(
-          queues('calculator-service'),
-          [{ arguments: {} }, { arguments: { expression: '1/0' } }],
-          kafka,
-        )
-        expect(results[0]!.error).toEqual({
-          type: 'invalid-arguments',
-          message: 'invalid arguments: "expression" is required',
-        })
-        expect(results[1]!.error?.type).toBe('tool-service-error')
-        expect(results[1]!.error?.message).toContain('division by zero')
-      })
-    },
-  )
+  describeTrustgraphClient("TrustGraph's own client (trustgraph-base, Kafka backend) calling the bridge", {
+    settings: () => suite.settings,
+    backend: () => ({ backend: 'kafka', bootstrapServers: '127.0.0.1:9092' }),
+  })
 })
 
 if (!trustgraphInstalled())

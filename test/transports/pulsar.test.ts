@@ -14,27 +14,18 @@ import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import type { ToolServiceSpec } from '../../bridge/project/tool-services.ts'
+import { describe, expect, it } from 'vitest'
 import { encodeRequest } from '../../shared/protocol.ts'
-import { RequestClient } from '../../bridge/trustgraph/request-client.ts'
-import { loadProject, type Project } from '../../bridge/project/project.ts'
-import { resolveSettings, type Settings } from '../../bridge/project/settings.ts'
-import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
+import type { RequestClient } from '../../bridge/trustgraph/request-client.ts'
+import { loadProject } from '../../bridge/project/project.ts'
+import { resolveSettings } from '../../bridge/project/settings.ts'
 import { PulsarTransport } from '../../bridge/transports/pulsar/pulsar-transport.ts'
 import { PulsarClient, PulsarError, type Message } from '../../lib/pulsar-client/index.ts'
-import type { Delivery, Transport } from '../../bridge/transports/transport.ts'
-import {
-  PULSAR_URL,
-  pulsarRunnable,
-  pulsarScript,
-  startPulsar,
-  unloadTopic,
-  type PulsarBroker,
-} from '../support/pulsar.ts'
+import type { Delivery } from '../../bridge/transports/transport.ts'
+import { PULSAR_URL, pulsarRunnable, pulsarScript, startPulsar, unloadTopic } from '../support/pulsar.ts'
 import { TRUSTGRAPH_VENV, trustgraphInstalled } from '../support/trustgraph.ts'
 import { waitFor } from '../support/response-tap.ts'
-import { describeTransport, keepCalling } from '../support/transport-contract.ts'
+import { brokerSuite, describeTransport, keepCalling, serviceById } from '../support/transport-contract.ts'
 
 const run = promisify(execFile)
 const EXAMPLES_YML = fileURLToPath(new URL('../../serverless.yml', import.meta.url))
@@ -46,56 +37,14 @@ const CALL_TIMEOUT_MS = 20_000
 const utf8 = new TextEncoder()
 const runnable = pulsarRunnable()
 
-function service(project: Project, id: string): ToolServiceSpec {
-  const spec = project.services.find((s) => s.id === id)
-  if (!spec) throw new Error(`no tool service "${id}"`)
-  return spec
-}
-
 describe.skipIf(!runnable)('the bridge on Pulsar', () => {
-  let broker: PulsarBroker
-  let settings: Settings
   const examples = loadProject(EXAMPLES_YML)
   const fixtures = loadProject(FIXTURE_YML)
-  const cleanups: (() => Promise<unknown> | unknown)[] = []
-
-  beforeAll(async () => {
-    broker = await startPulsar()
-    settings = resolveSettings({ broker: broker.url, port: 'off' }, {})
-  })
-  afterAll(async () => {
-    await broker?.stop()
-  })
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
-  })
-
-  async function runtime(project: Project): Promise<Runtime> {
-    const started = await startRuntime(project, settings)
-    cleanups.push(() => started.stop())
-    return started
-  }
-
-  async function transport(options: ConstructorParameters<typeof PulsarTransport>[1] = {}): Promise<PulsarTransport> {
-    const created = new PulsarTransport(broker.url, options)
-    await created.connect()
-    cleanups.push(() => created.close())
-    return created
-  }
-
-  async function client(on: Transport, spec: { requestQueue: string; responseQueue: string }): Promise<RequestClient> {
-    const created = new RequestClient(on, spec)
-    await created.start()
-    cleanups.push(() => created.close())
-    return created
-  }
-
-  async function pulsarClient(): Promise<PulsarClient> {
-    const created = new PulsarClient({ serviceUrl: broker.url })
-    await created.connect()
-    cleanups.push(() => created.close())
-    return created
-  }
+  const suite = brokerSuite(startPulsar)
+  const { runtime, client, closing } = suite
+  const transport = (options: ConstructorParameters<typeof PulsarTransport>[1] = {}) =>
+    closing.connected(new PulsarTransport(suite.broker.url, options))
+  const pulsarClient = () => closing.connected(new PulsarClient({ serviceUrl: suite.broker.url }))
 
   describeTransport('Pulsar', {
     settings: resolveSettings({ broker: PULSAR_URL, port: 'off' }, {}),
@@ -146,7 +95,7 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
   })
 
   describe('losing the topic or the broker', () => {
-    const spec = service(fixtures, 'pulsar-replica-service')
+    const spec = serviceById(fixtures, 'pulsar-replica-service')
     const requestTopic = 'non-persistent://tg/request/pulsar-replica'
     const responseTopic = 'non-persistent://tg/response/pulsar-replica'
 
@@ -229,9 +178,12 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
   describe('the client', () => {
     it('answers lookups, refuses a partitioned topic clearly, and reports the broker error code', async () => {
       const c = await pulsarClient()
-      expect(await c.lookup('non-persistent://tg/request/joke')).toEqual({ logical: broker.url, physical: broker.url })
+      expect(await c.lookup('non-persistent://tg/request/joke')).toEqual({
+        logical: suite.broker.url,
+        physical: suite.broker.url,
+      })
       const topic = `persistent://public/default/partitioned-${randomUUID().slice(0, 8)}`
-      const created = await fetch(`${broker.admin}/admin/v2/${topic.replace('://', '/')}/partitions`, {
+      const created = await fetch(`${suite.broker.admin}/admin/v2/${topic.replace('://', '/')}/partitions`, {
         method: 'PUT',
         headers: { 'content-type': 'application/json' },
         body: '2',
@@ -252,8 +204,8 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
       const c = await pulsarClient()
       const topic = `persistent://public/default/exclusive-${randomUUID().slice(0, 8)}`
       await c.subscribe({ topic, subscription: 'only', subscriptionType: 'Exclusive', listener: () => {} })
-      const second = new PulsarClient({ serviceUrl: broker.url, operationTimeoutMs: 1500 })
-      cleanups.push(() => second.close())
+      const second = new PulsarClient({ serviceUrl: suite.broker.url, operationTimeoutMs: 1500 })
+      closing.add(() => second.close())
       const error = (await second
         .subscribe({ topic, subscription: 'only', subscriptionType: 'Exclusive', listener: () => {} })
         .catch((err: unknown) => err)) as PulsarError
@@ -315,7 +267,9 @@ describe.skipIf(!runnable)('the bridge on Pulsar', () => {
         listener: (m) => (m.ack(), got.push(m)),
         onError: (e) => errors.push(e),
       })
-      await run(`${TRUSTGRAPH_VENV}/bin/python`, [BATCH_PRODUCER, broker.url, topic, codec, '50'], { timeout: 60_000 })
+      await run(`${TRUSTGRAPH_VENV}/bin/python`, [BATCH_PRODUCER, suite.broker.url, topic, codec, '50'], {
+        timeout: 60_000,
+      })
       await waitFor('50 messages', () => got.length === 50)
       expect(errors).toEqual([])
       got.forEach((m, i) => {

@@ -10,20 +10,17 @@
  */
 import { fileURLToPath } from 'node:url'
 import { connect as amqpConnect, type ConsumeMessage } from 'amqplib'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import type { ToolServiceSpec } from '../../bridge/project/tool-services.ts'
+import { describe, expect, it } from 'vitest'
 import { ToolbridgeError } from '../../shared/errors.ts'
-import { RequestClient } from '../../bridge/trustgraph/request-client.ts'
-import { loadProject, type Project } from '../../bridge/project/project.ts'
-import { resolveSettings, type Settings } from '../../bridge/project/settings.ts'
-import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
+import { loadProject } from '../../bridge/project/project.ts'
+import { resolveSettings } from '../../bridge/project/settings.ts'
 import { RabbitTransport } from '../../bridge/transports/rabbitmq/rabbitmq-transport.ts'
 import { coalesceWrites } from '../../bridge/transports/rabbitmq/coalesce-writes.ts'
-import type { Delivery, Transport } from '../../bridge/transports/transport.ts'
+import type { Delivery } from '../../bridge/transports/transport.ts'
 import { RABBITMQ_URL, rabbitmqctl, rabbitmqInstalled, startRabbitmq, type RabbitBroker } from '../support/rabbitmq.ts'
 import { metricValue } from '../support/metrics.ts'
 import { waitFor } from '../support/response-tap.ts'
-import { describeTransport } from '../support/transport-contract.ts'
+import { brokerSuite, describeTransport, serviceById } from '../support/transport-contract.ts'
 
 const EXAMPLES_YML = fileURLToPath(new URL('../../serverless.yml', import.meta.url))
 const FIXTURE_YML = fileURLToPath(new URL('../fixtures/brokers/rabbitmq.yml', import.meta.url))
@@ -31,12 +28,6 @@ const FIXTURE_YML = fileURLToPath(new URL('../fixtures/brokers/rabbitmq.yml', im
 const CALL_TIMEOUT_MS = 20_000
 
 const installed = rabbitmqInstalled()
-
-function service(project: Project, id: string): ToolServiceSpec {
-  const spec = project.services.find((s) => s.id === id)
-  if (!spec) throw new Error(`no tool service "${id}"`)
-  return spec
-}
 
 /** Messages ready in a queue, not yet handed to a consumer. */
 async function readyInQueue(queue: string): Promise<number> {
@@ -64,14 +55,11 @@ async function deleteQueue(queue: string): Promise<void> {
 const subQueue = (queue: string) => `${queue.replace(/^request:(\w+):/, '$1.request.')}.sub`
 
 describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
-  let broker: RabbitBroker
-  let settings: Settings
   const examples = loadProject(EXAMPLES_YML)
   const fixtures = loadProject(FIXTURE_YML)
-  const cleanups: (() => Promise<unknown> | unknown)[] = []
 
   /** Every queue the tests use starts empty: leftovers of an earlier run would answer under old ids. */
-  async function deleteQueues(): Promise<void> {
+  async function deleteQueues(broker: RabbitBroker): Promise<void> {
     const connection = await amqpConnect(broker.url)
     const channel = await connection.createChannel()
     for (const spec of [...examples.services, ...fixtures.services]) {
@@ -81,43 +69,13 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
     await connection.close()
   }
 
-  beforeAll(async () => {
-    broker = await startRabbitmq()
-    settings = resolveSettings({ broker: broker.url, port: 'off' }, {})
-    await deleteQueues()
-  })
-  afterAll(async () => {
-    await broker?.stop()
-  })
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
-  })
-
-  async function runtime(project: Project): Promise<Runtime> {
-    const started = await startRuntime(project, settings)
-    cleanups.push(() => started.stop())
-    return started
-  }
-
-  async function transport(
-    url = broker.url,
-    options: ConstructorParameters<typeof RabbitTransport>[1] = {},
-  ): Promise<RabbitTransport> {
-    const created = new RabbitTransport(url, options)
-    await created.connect()
-    cleanups.push(() => created.close())
-    return created
-  }
-
-  async function client(on: Transport, spec: { requestQueue: string; responseQueue: string }): Promise<RequestClient> {
-    const created = new RequestClient(on, spec)
-    await created.start()
-    cleanups.push(() => created.close())
-    return created
-  }
+  const suite = brokerSuite(startRabbitmq, { prepare: deleteQueues })
+  const { runtime, client, closing } = suite
+  const transport = (url = suite.broker.url, options: ConstructorParameters<typeof RabbitTransport>[1] = {}) =>
+    closing.connected(new RabbitTransport(url, options))
 
   it("coalesces amqplib's socket writes (its internals still have the shape amqp-coalesce.ts relies on)", async () => {
-    const model = await amqpConnect(broker.url)
+    const model = await amqpConnect(suite.broker.url)
     try {
       expect(coalesceWrites(model)).toBe(true)
       const channel = await model.createConfirmChannel()
@@ -159,8 +117,8 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
   describe('TrustGraph on the wire', () => {
     it('answers a request sent exactly as TrustGraph aio-pika backend sends it, with the bytes TrustGraph expects', async () => {
       await runtime(examples)
-      const connection = await amqpConnect(broker.url, { noDelay: true })
-      cleanups.push(() => connection.close().catch(() => {}))
+      const connection = await amqpConnect(suite.broker.url, { noDelay: true })
+      closing.add(() => connection.close().catch(() => {}))
       const channel = await connection.createChannel()
       const failures: Error[] = []
       channel.on('error', (err: Error) => failures.push(err))
@@ -212,7 +170,7 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
     it('declares flow queues durable and request queues not, as TrustGraph does', async () => {
       const flowQueue = 'tg.flow.rabbit-flow.sub'
       const requestQueue = 'tg.request.rabbit-flags.sub'
-      const connection = await amqpConnect(broker.url)
+      const connection = await amqpConnect(suite.broker.url)
       const drop = async () => {
         const channel = await connection.createChannel()
         await channel.deleteQueue(flowQueue) // durable: would outlive the broker
@@ -220,7 +178,7 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
         await channel.close()
       }
       await drop()
-      cleanups.push(async () => {
+      closing.add(async () => {
         await drop()
         await connection.close()
       })
@@ -243,7 +201,7 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
   })
 
   describe('losing the broker', () => {
-    const spec = service(fixtures, 'rabbit-replica-service')
+    const spec = serviceById(fixtures, 'rabbit-replica-service')
 
     it('reconnects by itself after the broker closes every connection, and serves again', async () => {
       const bridge = await runtime(fixtures)
@@ -273,8 +231,8 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
       const t = await transport()
       const received: Delivery[] = []
       await t.subscribe('response:tg:rabbit-headers', (delivery) => (delivery.ack(), received.push(delivery)))
-      const connection = await amqpConnect(broker.url)
-      cleanups.push(() => connection.close())
+      const connection = await amqpConnect(suite.broker.url)
+      closing.add(() => connection.close())
       const channel = await connection.createConfirmChannel()
       channel.publish('tg.response.rabbit-headers', '', Buffer.from('{}'), {
         headers: { id: 'abc', count: 5, ok: true, raw: Buffer.from('bytes'), none: null },
@@ -288,7 +246,7 @@ describe.skipIf(!installed)('the bridge on RabbitMQ', () => {
     it('never shows the password: not in its address, not in a refused login', async () => {
       const secret = 'Sup3r-Secret-Pw'
       const t = new RabbitTransport(`amqp://guest:${secret}@127.0.0.1:5672/`)
-      cleanups.push(() => t.close())
+      closing.add(() => t.close())
       expect(t.address).not.toContain(secret)
       expect(t.address).toContain('***')
       const error = (await t.connect().catch((err: unknown) => err)) as ToolbridgeError
