@@ -38,7 +38,6 @@ import { startOffline } from '../scripts/offline.ts'
 import {
   describeMachine,
   fmt,
-  fmtInt,
   fmtSigned,
   inFlightEnv,
   loadAverage,
@@ -54,6 +53,8 @@ import {
   writeResults,
   type Call,
   type Column,
+  throughputColumns,
+  type ThroughputRow,
 } from './support.ts'
 
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
@@ -66,14 +67,8 @@ const CALL_TIMEOUT_MS = 10_000
 
 type Setup = 'direct' | 'bridge'
 
-interface Row {
+interface Row extends ThroughputRow {
   setup: Setup
-  inFlight: number
-  reqPerSec: number
-  reqPerSecMin: number
-  reqPerSecMax: number
-  p50Ms: number
-  p99Ms: number
   errors: number
   /** Median p50 minus the direct setup's median p50. */
   p50AddedMs: number
@@ -82,12 +77,7 @@ interface Row {
 }
 
 const COLUMNS: Column<Row>[] = [
-  { title: 'setup', width: 6, align: 'left', cell: (r) => r.setup },
-  { title: 'in-flight', width: 9, cell: (r) => String(r.inFlight) },
-  { title: 'req/s', width: 7, cell: (r) => fmtInt(r.reqPerSec) },
-  { title: 'min-max req/s', width: 13, cell: (r) => `${fmtInt(r.reqPerSecMin)}-${fmtInt(r.reqPerSecMax)}` },
-  { title: 'p50 ms', width: 7, cell: (r) => fmt(r.p50Ms, 3) },
-  { title: 'p99 ms', width: 7, cell: (r) => fmt(r.p99Ms, 3) },
+  ...throughputColumns<Row>(6),
   { title: 'x direct', width: 8, cell: (r) => (r.setup === 'direct' ? '1' : fmt(r.throughputRatio, 2)) },
   { title: 'p50 added ms', width: 12, cell: (r) => (r.setup === 'direct' ? '0' : fmtSigned(r.p50AddedMs, 3)) },
   { title: '<= 1 ms', width: 7, cell: (r) => (r.p50Met === null ? '' : r.p50Met ? 'yes' : 'NO') },

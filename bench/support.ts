@@ -734,15 +734,26 @@ export function brokerRowStats(cells: BrokerCellStats[]): BrokerRowStats {
   }
 }
 
-/** The columns every broker bench's table opens with. */
-export function throughputColumns<R extends BrokerRowStats & { setup: string; inFlight: number }>(): Column<R>[] {
+/** What a throughput table's row shows first: its setup and in-flight level, req/s (median and range over rounds), p50 and p99. */
+export interface ThroughputRow {
+  setup: string
+  inFlight: number
+  reqPerSec: number
+  reqPerSecMin: number
+  reqPerSecMax: number
+  p50Ms: number
+  p99Ms: number
+}
+
+/** The columns a throughput table opens with; `msDigits` decimals for the latencies. */
+export function throughputColumns<R extends ThroughputRow>(setupWidth = 10, msDigits = 3): Column<R>[] {
   return [
-    { title: 'setup', width: 10, align: 'left', cell: (r) => r.setup },
+    { title: 'setup', width: setupWidth, align: 'left', cell: (r) => r.setup },
     { title: 'in-flight', width: 9, cell: (r) => String(r.inFlight) },
     { title: 'req/s', width: 7, cell: (r) => fmtInt(r.reqPerSec) },
     { title: 'min-max req/s', width: 13, cell: (r) => `${fmtInt(r.reqPerSecMin)}-${fmtInt(r.reqPerSecMax)}` },
-    { title: 'p50 ms', width: 7, cell: (r) => fmt(r.p50Ms, 3) },
-    { title: 'p99 ms', width: 7, cell: (r) => fmt(r.p99Ms, 3) },
+    { title: 'p50 ms', width: 7, cell: (r) => fmt(r.p50Ms, msDigits) },
+    { title: 'p99 ms', width: 7, cell: (r) => fmt(r.p99Ms, msDigits) },
   ]
 }
 

@@ -69,6 +69,8 @@ import {
   ROOT,
   writeBenchResults,
   type Column,
+  throughputColumns,
+  type ThroughputRow,
   runBench,
 } from './support.ts'
 
@@ -194,15 +196,9 @@ interface Cell extends CellStats {
   loadAverage: number
 }
 
-interface Row {
+interface Row extends ThroughputRow {
   broker: Broker
   setup: Setup
-  inFlight: number
-  reqPerSec: number
-  reqPerSecMin: number
-  reqPerSecMax: number
-  p50Ms: number
-  p99Ms: number
   ratio: number
   roundRatios: number[]
   errors: number
@@ -211,12 +207,7 @@ interface Row {
 
 const COLUMNS: Column<Row>[] = [
   { title: 'broker', width: 8, align: 'left', cell: (r) => r.broker },
-  { title: 'setup', width: 8, align: 'left', cell: (r) => r.setup },
-  { title: 'in-flight', width: 9, cell: (r) => String(r.inFlight) },
-  { title: 'req/s', width: 7, cell: (r) => fmtInt(r.reqPerSec) },
-  { title: 'min-max req/s', width: 13, cell: (r) => `${fmtInt(r.reqPerSecMin)}-${fmtInt(r.reqPerSecMax)}` },
-  { title: 'p50 ms', width: 7, cell: (r) => fmt(r.p50Ms, 2) },
-  { title: 'p99 ms', width: 7, cell: (r) => fmt(r.p99Ms, 2) },
+  ...throughputColumns<Row>(8, 2),
   { title: 'ratio', width: 5, cell: (r) => (r.setup === 'baseline' ? '1' : fmt(r.ratio, 2)) },
   { title: 'per round', width: 14, cell: (r) => r.roundRatios.map((x) => fmt(x, 2)).join('/') },
   { title: '>=0.9x', width: 6, cell: (r) => (r.met === null ? '' : r.met ? 'yes' : 'NO') },
