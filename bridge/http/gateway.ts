@@ -30,13 +30,13 @@ import type { ToolServiceSpec } from '../project/tool-services.ts'
 import { isRecord, isToolbridgeError, messageOf, ToolbridgeError } from '../../shared/errors.ts'
 import { ToolCallError, ToolCallTimeoutError } from '../trustgraph/request-client.ts'
 import { CallerGoneError, gatedCaller, InFlightCap } from './admission.ts'
-import { bearerMatches } from './bearer.ts'
 import { readJsonBody, requireJson } from './body.ts'
-import { checkExposure, endpointGuards, isLoopbackHost } from './exposure.ts'
-import { corsHeaders, createHostOriginCheck } from './host-origin.ts'
+import { checkExposure, isLoopbackHost } from './exposure.ts'
+import { createHostOriginCheck } from './host-origin.ts'
 import { NdjsonAnswer } from './ndjson-answer.ts'
 import { HttpError, sendJson } from './responses.ts'
-import { type Access, answersMethod, findRoute, type PlainRoute, READ_METHODS, type Route } from './routes.ts'
+import { createAccessGuard } from './access-guard.ts'
+import { answersMethod, findRoute, type PlainRoute, READ_METHODS, type Route } from './routes.ts'
 import { bounded } from '../support/bounded-text.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
 import type { Metrics } from '../support/metrics.ts'
@@ -142,18 +142,25 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const declared = services.flatMap((spec) => spec.tools)
   if (declared.some((tool) => tool.output !== undefined)) (await import('./mcp-tools.ts')).describeTools(declared)
   const cap = new InFlightCap(options.maxInFlight ?? DEFAULT_GATEWAY_MAX_IN_FLIGHT)
-  const hostOrigin = createHostOriginCheck({
-    listenHost: options.host,
-    allowedHosts: options.allowedHosts ?? [],
-    allowedOrigins: options.allowedOrigins ?? [],
-    loopback: await isLoopbackHost(options.host),
-  })
   const tokens = { httpToken: options.httpToken, mcpToken: options.mcpToken, mcpOAuth: options.mcpOAuth }
-  const tokenFor = new Map(endpointGuards(tokens).map((e) => [e.path, e.token]))
   await checkExposure(options.host, tokens, options.allowUnauthenticated ?? false)
   // jose is loaded only when /mcp takes OAuth access tokens.
   const oauth = options.mcpOAuth && { settings: options.mcpOAuth, ...(await import('./oauth.ts')) }
-  const accessTokens = oauth?.createAccessTokenVerifier(oauth.settings)
+  const guard = createAccessGuard({
+    hostOrigin: createHostOriginCheck({
+      listenHost: options.host,
+      allowedHosts: options.allowedHosts ?? [],
+      allowedOrigins: options.allowedOrigins ?? [],
+      loopback: await isLoopbackHost(options.host),
+    }),
+    tokens,
+    oauth: oauth && {
+      settings: oauth.settings,
+      verifier: oauth.createAccessTokenVerifier(oauth.settings),
+      challenge: oauth.challenge,
+    },
+    logger,
+  })
   const metadataPaths = new Set(
     oauth
       ? ['/.well-known/oauth-protected-resource', new URL(oauth.resourceMetadataUrl(oauth.settings.audience)).pathname]
@@ -234,54 +241,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       abandon.signal.addEventListener('abort', onAbandon, { once: true })
       call.then(resolve, reject).finally(() => abandon.signal.removeEventListener('abort', onAbandon))
     })
-  }
-
-  /**
-   * What a route's access asks, checked: for `page` the Host and Origin; for /tools and /mcp also
-   * their token, with CORS headers set. Throws the refusal; true when it has answered the request
-   * itself (a CORS preflight).
-   */
-  async function guard(access: Access, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    if (access === 'open') return false
-    const refusal = hostOrigin(req)
-    if (refusal) throw new HttpError(refusal.status, refusal.message)
-    if (access === 'page') return false
-    const path = access
-    // Set before anything answers: every answer to an allowed page carries them, refusals included.
-    for (const [name, value] of Object.entries(corsHeaders(req.method, req.headers.origin))) res.setHeader(name, value)
-    // A preflight carries no token: it asks what the page may send, and runs nothing.
-    if (req.method === 'OPTIONS') {
-      res.writeHead(204).end()
-      return true
-    }
-    // RFC 6750 allows a token in the URL; OAuth 2.1 and MCP forbid it: URLs end up in logs and histories.
-    if (new URL(req.url ?? '/', 'http://gateway').searchParams.has('access_token')) {
-      throw new HttpError(400, 'send the access token in the Authorization header, never in the URL', {
-        'www-authenticate': 'Bearer error="invalid_request"',
-      })
-    }
-    if (path === '/mcp' && oauth && accessTokens) {
-      const refused = await accessTokens.check(req.headers.authorization)
-      if (refused) {
-        logger.warn(
-          { path, method: req.method, remoteAddress: req.socket.remoteAddress, why: refused.description },
-          'MCP request refused: access token',
-        )
-        const headers =
-          refused.status === 503 ? RETRY_LATER : { 'www-authenticate': oauth.challenge(refused, oauth.settings) }
-        throw new HttpError(refused.status, refused.description, headers)
-      }
-    }
-    const token = tokenFor.get(path)
-    if (token !== undefined && !bearerMatches(req.headers.authorization, token)) {
-      // Who tried, never what they sent.
-      logger.warn(
-        { path, method: req.method, remoteAddress: req.socket.remoteAddress },
-        'HTTP request refused: missing or wrong bearer token',
-      )
-      throw new HttpError(401, 'missing or wrong bearer token', { 'www-authenticate': 'Bearer' })
-    }
-    return false
   }
 
   /** A route that runs tools: refused while draining, else one slot of the cap for the call. */
