@@ -22,6 +22,17 @@
  * a rebalance a request can be answered twice, and TrustGraph's client keeps
  * the first answer for an id.
  *
+ * The client's stream moves each partition back to its committed offset when
+ * the group is joined, but a fetch sent before the rebalance and answered
+ * after it moves the position on again, past records fetched earlier that
+ * are dropped here as the old generation's. So in each generation a
+ * partition's first record must be the one at its committed offset (or the
+ * first one after it, when the log has a gap there): a later one means the
+ * stream skipped ahead, and it is dropped and the stream sent back to the
+ * committed offset. Records before the stream's positions for the
+ * generation are known, and records of partitions not assigned here, are
+ * dropped too: the partition's owner reads them from the committed offset.
+ *
  * Subscribers start at the end of the topic as it is when start() resolves
  * (TrustGraph's clients start a new group at the earliest offset, re-reading
  * the topic's history to be sure of not missing an answer on a topic that did
@@ -80,11 +91,18 @@ export interface ReaderOptions {
 class PartitionState {
   readonly progress = new PartitionProgress()
   readonly partition: number
+  /** The group's committed offset when this generation began: where its reading must start. */
+  start: bigint
+  /** The first record past `start` seen before any was handed out; records up to it may follow a gap at `start`. */
+  skippedTo: bigint | undefined
+  /** A record of this generation has been handed out. */
+  started = false
   wanted: CommitPoint | undefined
   committing = false
 
-  constructor(partition: number) {
+  constructor(partition: number, start: bigint) {
     this.partition = partition
+    this.start = start
   }
 }
 
@@ -135,6 +153,8 @@ export class TopicReader {
   /** Bumped on every rebalance and reconnect: deliveries of an older one no longer commit. */
   private generation = 0
   private partitions = new Map<number, PartitionState>()
+  /** The stream has set this generation's positions from the committed offsets. */
+  private positionsKnown = false
   /** Subscribers: the next offset to read, per partition, to resume at after a reconnect. */
   private readonly positions = new Map<number, bigint>()
   private outstanding = 0
@@ -249,6 +269,9 @@ export class TopicReader {
     this.consumer = consumer
     this.stream = stream
     this.newGeneration()
+    this.positionsKnown = true
+    // After each join, and after a position out of the log's range was reset.
+    stream.on('offsets', () => this.positionsSet(stream))
     stream.on('data', (message: KafkaMessage) => this.receive(consumer, message))
     stream.on('error', (err: Error) =>
       this.logger.warn(
@@ -263,6 +286,22 @@ export class TopicReader {
   private newGeneration(): void {
     this.generation++
     this.partitions = new Map()
+    this.positionsKnown = false
+  }
+
+  private positionsSet(stream: KafkaStream): void {
+    if (stream !== this.stream) return
+    this.positionsKnown = true
+    for (const state of this.partitions.values()) {
+      const start = stream.offsetsCommitted.get(this.partitionKey(state.partition))
+      if (state.started || start === undefined) continue
+      state.start = start
+      state.skippedTo = undefined
+    }
+  }
+
+  private partitionKey(partition: number): string {
+    return `${this.options.topic}:${partition}`
   }
 
   /** The consumer broke (broker gone, group not rejoined): drop it and make a new one. */
@@ -331,12 +370,40 @@ export class TopicReader {
     }
     // Fetched for an assignment that has changed since: the stream reads it again from the committed offset.
     const fetchedIn = (message.metadata as { consumer?: { generationId?: number } } | undefined)?.consumer?.generationId
-    if (fetchedIn !== undefined && fetchedIn !== consumer.generationId) return
+    if (!this.positionsKnown || (fetchedIn !== undefined && fetchedIn !== consumer.generationId)) return
     let state = this.partitions.get(message.partition)
-    if (!state) this.partitions.set(message.partition, (state = new PartitionState(message.partition)))
+    if (!state) {
+      const start = this.stream?.offsetsCommitted.get(this.partitionKey(message.partition))
+      if (start === undefined) return // not assigned here in this generation
+      this.partitions.set(message.partition, (state = new PartitionState(message.partition, start)))
+    }
+    if (!state.started && !this.startsGeneration(state, message.offset)) return
+    state.started = true
     const record = state.progress.track(message.offset, message.leaderEpoch)
     if (!record) return
     this.deliver(message, { state, record, generation: this.generation }, false)
+  }
+
+  /**
+   * Whether `offset` may be a partition's first record in this generation. A
+   * later one than the committed offset's, unless it is the first seen of a
+   * read started again there (a gap in the log), sends the stream back.
+   */
+  private startsGeneration(state: PartitionState, offset: bigint): boolean {
+    if (offset < state.start) return false // committed already
+    if (offset === state.start || (state.skippedTo !== undefined && offset <= state.skippedTo)) return true
+    state.skippedTo ??= offset
+    this.stream?.offsetsToFetch.set(this.partitionKey(state.partition), state.start)
+    this.logger.debug(
+      {
+        topic: this.options.topic,
+        partition: state.partition,
+        offset: String(offset),
+        committed: String(state.start),
+      },
+      'Kafka stream read past the committed offset after a rebalance; reading again from it',
+    )
+    return false
   }
 
   private deliver(
