@@ -93,7 +93,7 @@ export function initProject(options: InitOptions): Written {
     'serverless.yml',
     fill(joinServerlessYml(head, readFileSync(join(TEMPLATES_DIR, template, 'functions.yml'), 'utf8'))),
   )
-  const existing = readPackage(join(dir, 'package.json'))
+  const existing = readPackage(join(dir, 'package.json')) ?? installedFrom(dir)
   files.set(
     'package.json',
     JSON.stringify(withInstalled(projectPackage(name, template, options.language), existing), null, 2) + '\n',
@@ -284,6 +284,23 @@ function readPackage(file: string): PackageJson | undefined {
   }
   if (!isRecord(parsed)) throw new ToolbridgeError('config', `init: ${file} is not a JSON object; fix or remove it`)
   return parsed
+}
+
+/**
+ * For a project made in a new folder: toolbridge as the project it runs from installed it (a tarball's
+ * path re-pointed from the new folder, a git URL as it is), so the new project's `npm install` finds the
+ * same package before it is on the npm registry. Undefined when this toolbridge is not a project's dependency.
+ */
+function installedFrom(dir: string): PackageJson | undefined {
+  const modules = dirname(resolve(PACKAGE_ROOT))
+  if (basename(modules) !== 'node_modules') return undefined
+  const installer = dirname(modules)
+  const source = readPackage(join(installer, 'package.json'))?.dependencies
+  const spec = isRecord(source) ? source.toolbridge : undefined
+  if (typeof spec !== 'string') return undefined
+  const local = /^file:(.*)$/.exec(spec)
+  const toolbridge = local?.[1] === undefined ? spec : `file:${relative(dir, resolve(installer, local[1]))}`
+  return { dependencies: { toolbridge } }
 }
 
 /**
