@@ -94,7 +94,7 @@ describe("the README's install, before toolbridge is published", () => {
     const spec = second.dependencies.toolbridge ?? ''
     expect(spec).toMatch(/^file:\.\.\/\.\.\/toolbridge-[\d.]+\.tgz$/)
     expect(existsSync(join(project, 'second', spec.slice('file:'.length)))).toBe(true)
-  })
+  }, INSTALL_TIMEOUT_MS)
 })
 
 describe('npm publish --dry-run', () => {
@@ -102,5 +102,5 @@ describe('npm publish --dry-run', () => {
     const published = await run('npm', ['publish', '--dry-run'], ROOT)
     expect(published.code, published.output).toBe(0)
     expect(published.output).toMatch(/\+ toolbridge@\d+\.\d+\.\d+/)
-  })
+  }, INSTALL_TIMEOUT_MS)
 })
