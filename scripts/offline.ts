@@ -12,7 +12,7 @@ import { promisify } from 'node:util'
 import { rm } from 'node:fs/promises'
 import { createServer, connect as netConnect, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { cleanBuildOutputs, isolatedBuild, ROOT, SLS_BIN, slsEnvironment } from './sls.ts'
+import { type BuildDirs, cleanBuildOutputs, commandBuild, isolatedBuild, ROOT, SLS_BIN, slsEnvironment } from './sls.ts'
 
 const run = promisify(execFile)
 const HOST = '127.0.0.1'
@@ -65,13 +65,18 @@ const nextBuild = (purpose: string) => isolatedBuild(`${purpose}-${process.pid}-
  * files and a running `npm run offline` do not collide); rejects with its
  * output if it cannot.
  */
-export async function startOffline(options: { port?: number; serviceDir?: string } = {}): Promise<Offline> {
+export async function startOffline(
+  options: { port?: number; serviceDir?: string; build?: BuildDirs } = {},
+): Promise<Offline> {
   const { port, serviceDir = ROOT } = options
   if (port !== undefined && (await portAnswers(port))) {
     throw new Error(`cannot start serverless-offline: port ${port} is already in use (is \`npm run offline\` running?)`)
   }
   const lambdaPort = port ?? (await freePort())
-  const build = nextBuild('offline')
+  const base = options.build ?? nextBuild('offline')
+  const build = commandBuild('offline', base)
+  // A run folder made here goes as a whole; in a given one, only this command's folder.
+  const leftovers = join(serviceDir, options.build ? build.workFolder : join(base.workFolder, '..'))
   await cleanBuildOutputs('offline', build, serviceDir)
   const started = performance.now()
   // httpPort and websocketPort too: serverless-offline binds them whether or not a function has such events.
@@ -121,7 +126,7 @@ export async function startOffline(options: { port?: number; serviceDir?: string
       const kill = setTimeout(() => killGroup(child, 'SIGKILL'), STOP_TIMEOUT_MS)
       await exited
       clearTimeout(kill)
-      await rm(join(serviceDir, build.workFolder, '..'), { recursive: true, force: true })
+      await rm(leftovers, { recursive: true, force: true })
     },
   }
 }
@@ -133,8 +138,9 @@ export interface Packaged {
 }
 
 /** `sls package` into a folder of its own, as `npm run package` does into .serverless/. */
-export async function packageFunctions(): Promise<Packaged> {
-  const build = nextBuild('package')
+export async function packageFunctions(options: { build?: BuildDirs } = {}): Promise<Packaged> {
+  const base = options.build ?? nextBuild('package')
+  const build = commandBuild('package', base)
   await cleanBuildOutputs('package', build)
   const dir = join(ROOT, build.packageDir)
   await run(SLS_BIN, ['package', '--package', dir], {
@@ -142,5 +148,9 @@ export async function packageFunctions(): Promise<Packaged> {
     env: slsEnvironment(process.env, build),
     timeout: 120_000,
   })
-  return { dir, remove: () => rm(join(dir, '..'), { recursive: true, force: true }) }
+  const leftovers = options.build ? [dir, join(ROOT, build.workFolder)] : [join(dir, '..')]
+  return {
+    dir,
+    remove: async () => void (await Promise.all(leftovers.map((path) => rm(path, { recursive: true, force: true })))),
+  }
 }

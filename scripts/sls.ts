@@ -6,9 +6,9 @@
  *   node scripts/sls.ts package         (npm run package)  one zip per function in .serverless/
  *   node scripts/sls.ts print           the resolved, validated serverless.yml
  *
- * Before every command it deletes .esbuild/ (serverless-esbuild's work folder:
- * stale bundles there end up in the zips), and before `package` also
- * .serverless/. Not for `deploy`: the environment carries dummy AWS credentials.
+ * Before every command it deletes the command's own folder under .esbuild/
+ * (serverless-esbuild's work folder: stale bundles there end up in the zips),
+ * and before `package` also .serverless/. Not for `deploy`: the environment carries dummy AWS credentials.
  * test/support/offline.ts starts serverless-offline with the same environment.
  */
 import { spawn } from 'node:child_process'
@@ -28,6 +28,16 @@ export interface BuildDirs {
 /** What `npm run offline` and `npm run package` use. */
 export const DEFAULT_BUILD: BuildDirs = { workFolder: '.esbuild', packageDir: '.serverless' }
 export const PACKAGE_DIR = join(ROOT, DEFAULT_BUILD.packageDir)
+/**
+ * The folders one command builds in, under a run's: serverless-esbuild's work folder is the command's own
+ * (`.esbuild/offline`, `.esbuild/package`), because each command deletes it before it builds and `package`
+ * again when it is done, so that `npm run package` would otherwise pull the bundles from under a running
+ * `npm run offline`.
+ */
+export const commandBuild = (command: string | undefined, build: BuildDirs = DEFAULT_BUILD): BuildDirs => ({
+  workFolder: `${build.workFolder}/${command ?? 'sls'}`,
+  packageDir: build.packageDir,
+})
 /** Runs of their own (tests side by side) build under here, so that none deletes another's bundles. */
 export const ISOLATED_BUILDS_DIR = '.sls-runs'
 export const isolatedBuild = (name: string): BuildDirs => ({
@@ -81,8 +91,9 @@ export async function cleanBuildOutputs(
 }
 
 async function main(args: string[]): Promise<void> {
-  await cleanBuildOutputs(args[0])
-  const child = spawn(SLS_BIN, args, { cwd: ROOT, env: slsEnvironment(), stdio: 'inherit' })
+  const build = commandBuild(args[0])
+  await cleanBuildOutputs(args[0], build)
+  const child = spawn(SLS_BIN, args, { cwd: ROOT, env: slsEnvironment(process.env, build), stdio: 'inherit' })
   // Ctrl-C reaches sls from the terminal itself; pass on what is sent to this process alone.
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => child.kill(signal))
   child.on('error', (err) => {

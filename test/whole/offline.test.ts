@@ -20,8 +20,16 @@ import { isChunkStream } from '../../shared/handler.ts'
 import ToolServicePlugin from '../../serverless-plugin/tool-service.ts'
 import { handler as jokeHandler } from '../../functions/joke/handler.ts'
 import { handler as storyHandler } from '../../functions/story/handler.ts'
-import { PACKAGE_DIR, ROOT, SLS_BIN, slsEnvironment } from '../../scripts/sls.ts'
-import { startOffline, type Offline } from '../../scripts/offline.ts'
+import {
+  commandBuild,
+  ISOLATED_BUILDS_DIR,
+  isolatedBuild,
+  PACKAGE_DIR,
+  ROOT,
+  SLS_BIN,
+  slsEnvironment,
+} from '../../scripts/sls.ts'
+import { packageFunctions, startOffline, type Offline } from '../../scripts/offline.ts'
 
 const run = promisify(execFile)
 
@@ -253,4 +261,54 @@ describe('configuration validation', () => {
       /Configuration error at 'functions\.story\.toolService\.response': must be equal to one of the allowed values/,
     )
   }, 120_000)
+})
+
+describe('npm run package next to a running npm run offline', () => {
+  // One run folder for both, as `npm run offline` and `npm run package` share the clone's.
+  const base = isolatedBuild(`side-by-side-${process.pid}`)
+  let offline: Offline
+
+  beforeAll(async () => {
+    offline = await startOffline({ build: base })
+  })
+  afterAll(async () => {
+    await offline?.stop()
+    await rm(join(ROOT, ISOLATED_BUILDS_DIR, `side-by-side-${process.pid}`), { recursive: true, force: true })
+  })
+
+  /** `toolbridge invoke` of the clone, through the Lambda API of the serverless-offline started here. */
+  const invokeOnOffline = (...args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      const command = [join(ROOT, 'bridge', 'cli', 'toolbridge.js'), 'invoke', ...args]
+      execFile(
+        process.execPath,
+        [...command, '--invoker', 'lambda', '--lambda-endpoint', offline.endpoint],
+        { cwd: ROOT, timeout: 60_000 },
+        (error, stdout, stderr) =>
+          resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
+      )
+    })
+
+  it('leaves the offline bundles alone: a function first called after packaging still answers', async () => {
+    const packaged = await packageFunctions({ build: base })
+    try {
+      expect(await readFile(join(packaged.dir, 'calculator.zip'))).not.toHaveLength(0)
+    } finally {
+      await packaged.remove()
+    }
+    expect(await invokeOnOffline('calculate', '--arg', 'expression=6*7')).toMatchObject({ code: 0, stdout: '42\n' })
+  })
+
+  it('a built handler gone from under it reaches the caller as one line naming the fix, with no require stack', async () => {
+    await rm(join(ROOT, commandBuild('offline', base).workFolder), { recursive: true, force: true })
+    // A function not loaded yet, so serverless-offline looks for its bundle.
+    const story = await invokeOnOffline('tell-story', '--arg', 'hero=Ada')
+    expect(story.code).toBe(1)
+    expect(story.stderr).not.toContain('Require stack')
+    const errorLines = story.stderr.split('\n').filter((line) => line.startsWith('error:'))
+    expect(errorLines).toHaveLength(1)
+    expect(errorLines[0]).toMatch(
+      /Cannot find module '.*functions\/story\/handler\.\w+' \(the built handler is missing: rebuild the function; under serverless-offline, restart it\)$/,
+    )
+  })
 })

@@ -128,6 +128,16 @@ function payloadText(text: string): string {
 const isTaskTimeout = (errorType: string, message: string) =>
   errorType === 'Sandbox.Timedout' || /Task timed out after/.test(message)
 
+/**
+ * A handler that cannot be loaded: its first line (which module is missing) and the fix, not the
+ * require stack of the runtime's own files that follows it. Under serverless-offline the cause is
+ * usually its build folder emptied under it.
+ */
+function importErrorMessage(message: string): string {
+  const first = (message.split('\n', 1)[0] ?? '').replace(/^Error: /, '')
+  return `${first} (the built handler is missing: rebuild the function; under serverless-offline, restart it)`
+}
+
 /** `{errorType, errorMessage, trace}` from Lambda -> an outcome; the trace is dropped. */
 function lambdaFunctionError(body: string, fallbackType: string): Outcome {
   let errorType = fallbackType
@@ -143,6 +153,7 @@ function lambdaFunctionError(body: string, fallbackType: string): Outcome {
   } catch {
     // not JSON: the body is the message
   }
+  if (errorType === 'Runtime.ImportModuleError') errorMessage = importErrorMessage(errorMessage)
   if (isTaskTimeout(errorType, errorMessage)) return { ok: false, kind: 'timeout', message: errorMessage }
   // Lambda's own verdict on a result over 6 MB: "set response: stream" is the cure, as for the broker's limit.
   if (errorType === 'Function.ResponseSizeTooLarge') return { ok: false, kind: 'too-large', message: errorMessage }
