@@ -391,7 +391,8 @@ addInvokerOptions(addBrokerOptions(invokeCommand))
                 : 'no toolbridge answers there'
           throw new ToolbridgeError('config', `--url ${route.url}: ${why}`)
         }
-        // The bridge on this machine's default port may be another project's: use it only if it serves exactly these tools.
+        // The bridge on this machine's default port may be another project's: use it only if it serves the tool asked
+        // for and no tool this project lacks (one added since it started, by `add function`, is no reason to refuse).
         const hint = `call it with --url ${route.url}, or run the tool here with --invoker local`
         if (probe.found === 'token-required') {
           throw new ToolbridgeError(
@@ -400,11 +401,11 @@ addInvokerOptions(addBrokerOptions(invokeCommand))
           )
         }
         if (probe.found === 'tools') {
-          const difference = toolsDifference(
-            project.services.flatMap((s) => s.tools.map((t) => t.name)),
-            probe.names,
-          )
-          if (difference === undefined) return throughGateway()
+          const ours = project.services.flatMap((s) => s.tools.map((t) => t.name))
+          if (probe.names.includes(toolName) && probe.names.every((name) => ours.includes(name))) {
+            return throughGateway()
+          }
+          const difference = toolsDifference(ours, probe.names)
           throw new ToolbridgeError(
             'config',
             `the toolbridge at ${route.url} does not serve ${program.opts().config} (${difference}): ${hint}`,
@@ -434,8 +435,8 @@ addInvokerOptions(addBrokerOptions(invokeCommand))
     },
   )
 
-/** How the tools a bridge serves differ from the project's, in a few words; undefined when they are the same. */
-function toolsDifference(ours: string[], served: string[]): string | undefined {
+/** How the tools a bridge serves differ from the project's, in a few words. */
+function toolsDifference(ours: string[], served: string[]): string {
   const few = (names: string[]) =>
     names.length > 4 ? `${names.slice(0, 4).join(', ')} and ${names.length - 4} more` : names.join(', ')
   const missing = ours.filter((name) => !served.includes(name))
@@ -444,7 +445,7 @@ function toolsDifference(ours: string[], served: string[]): string | undefined {
     missing.length > 0 ? `it lacks ${few(missing)}` : '',
     extra.length > 0 ? `it also serves ${few(extra)}` : '',
   ].filter(Boolean)
-  return parts.length === 0 ? undefined : parts.join('; ')
+  return parts.join('; ')
 }
 
 program

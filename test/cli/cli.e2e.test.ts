@@ -6,11 +6,12 @@ import { execFile } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer as createHttpServer } from 'node:http'
 import { createServer as createTcpServer } from 'node:net'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml'
 import { StartedBridge } from '../support/started-bridge.ts'
 import { TELL_JOKE_TOOL } from '../support/example-descriptors.ts'
 
@@ -228,6 +229,63 @@ describe('toolbridge invoke, and the bridge on this machine', () => {
     )
     expect(run).toMatchObject({ code: 0, stderr: `toolbridge: via http://127.0.0.1:${lockedPort}\n` })
     expect(run.stdout).toMatch(WHOLE_STORY)
+  })
+})
+
+describe('toolbridge invoke, and a bridge started before a function was added', () => {
+  let bridge: StartedBridge
+  let port: string
+  let project: string
+  beforeAll(async () => {
+    bridge = startServer()
+    port = new URL(await bridge.url()).port
+    // This serverless.yml with one more tool, as `toolbridge add function` leaves it while that bridge runs.
+    project = mkdtempSync(join(tmpdir(), 'toolbridge-added-'))
+    symlinkSync(join(ROOT, 'functions'), join(project, 'functions'), 'dir')
+    const yml = parseYaml(readFileSync(join(ROOT, 'serverless.yml'), 'utf8')) as {
+      functions: Record<string, { toolService: { id: string; topic: string; tools: { name: string }[] } }>
+    }
+    const added = structuredClone(yml.functions.joke!)
+    added.toolService = { ...added.toolService, id: 'weather-service', topic: 'weather' }
+    added.toolService.tools = added.toolService.tools.map((tool) => ({ ...tool, name: 'weather' }))
+    yml.functions.weather = added
+    writeFileSync(join(project, 'serverless.yml'), stringifyYaml(yml))
+  })
+  afterAll(async () => {
+    await bridge?.stop()
+    rmSync(project, { recursive: true, force: true })
+  })
+
+  it('goes through it for a tool it serves, though it lacks the added one', async () => {
+    const config = join(project, 'serverless.yml')
+    const run = await toolbridgeWith(
+      { TOOLBRIDGE_PORT: port },
+      '-c',
+      config,
+      'invoke',
+      'tell-story',
+      '--arg',
+      'hero=Ada',
+    )
+    expect(run).toMatchObject({ code: 0, stderr: `toolbridge: via http://127.0.0.1:${port}\n` })
+    expect(run.stdout).toMatch(WHOLE_STORY)
+  })
+
+  it('names what it lacks when asked for the added tool', async () => {
+    const config = join(project, 'serverless.yml')
+    const run = await toolbridgeWith(
+      { TOOLBRIDGE_PORT: port },
+      '-c',
+      config,
+      'invoke',
+      'weather',
+      '--arg',
+      'topic=rain',
+    )
+    expect(run).toMatchObject({ code: 1, stdout: '' })
+    expect(lines(run.stderr)).toEqual([
+      `toolbridge: the toolbridge at http://127.0.0.1:${port} does not serve ${config} (it lacks weather): call it with --url http://127.0.0.1:${port}, or run the tool here with --invoker local`,
+    ])
   })
 })
 
