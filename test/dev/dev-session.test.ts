@@ -7,6 +7,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { addFunction } from '../../bridge/cli/init.ts'
 import { startDev, type DevSession } from '../../bridge/dev/dev-session.ts'
 import { watchProject } from '../../bridge/dev/project-watcher.ts'
 import { syntaxPlace } from '../../bridge/dev/syntax-place.ts'
@@ -43,6 +44,16 @@ afterEach(async () => {
 const nextStatus = (s: DevSession) =>
   new Promise<CodeStatus>((resolve) => {
     const stop = s.feed.onStatus((status) => {
+      stop()
+      resolve(status)
+    })
+  })
+
+/** The first code status from now on that `matches`. */
+const statusMatching = (s: DevSession, matches: (status: CodeStatus) => boolean) =>
+  new Promise<CodeStatus>((resolve) => {
+    const stop = s.feed.onStatus((status) => {
+      if (!matches(status)) return
       stop()
       resolve(status)
     })
@@ -101,6 +112,17 @@ describe('toolbridge dev', () => {
     expect((await call(s, 'echo', { text: 'b' })).status).toBe(404)
     // The log goes on across the restart.
     expect(s.feed.log.entries().map((e) => e.tool)).toEqual(['echo', 'echo2'])
+  })
+
+  it('serves a function that toolbridge add function wrote while it runs, the old tools too', async () => {
+    const s = await start()
+    const restarted = statusMatching(s, (status) => status.message.startsWith('serverless.yml changed: restarted'))
+    addFunction({ config: join(dir, 'serverless.yml'), name: 'weather', language: undefined })
+    expect(await restarted).toMatchObject({ state: 'ok', message: 'serverless.yml changed: restarted with 3 tools' })
+    // Served (its handler imports the toolbridge package, which this fixture does not install, so it is not called).
+    const listed = (await (await fetch(`${s.url}/tools`)).json()) as { tools: { name: string }[] }
+    expect(listed.tools.map((tool) => tool.name)).toContain('weather')
+    expect((await call(s, 'echo', { text: 'a' })).lines).toEqual([{ response: 'v1: a' }])
   })
 
   it('finishes and logs a streamed call whose caller went away mid-stream', async () => {
