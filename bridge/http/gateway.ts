@@ -32,6 +32,7 @@ import { ToolCallError, ToolCallTimeoutError } from '../trustgraph/request-clien
 import { CallerGoneError, gatedCaller, InFlightCap } from './admission.ts'
 import { readJsonBody, requireJson } from './body.ts'
 import { checkExposure, isLoopbackHost } from './exposure.ts'
+import { ConnectionLimit } from './connection-limit.ts'
 import { createHostOriginCheck } from './host-origin.ts'
 import { NdjsonAnswer } from './ndjson-answer.ts'
 import { HttpError, sendJson } from './responses.ts'
@@ -364,8 +365,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       sendJson(res, status, { error: { type: 'http', message } }, headers)
     })
   })
-  // Each connection costs a socket and its buffers even before it sends anything.
-  server.maxConnections = Math.max(1024, 2 * cap.max)
+  // Each connection costs a socket and its buffers even before it sends anything; probes still get in.
+  new ConnectionLimit(Math.max(1024, 2 * cap.max), {
+    evicted: () => options.metrics?.httpConnectionClosed('evicted-idle'),
+    refused: () => options.metrics?.httpConnectionClosed('all-busy'),
+  }).attach(server)
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject)

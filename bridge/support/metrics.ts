@@ -55,6 +55,8 @@ export interface Metrics extends BridgeMetrics {
   spansDropped(count: number): void
   /** A call over HTTP refused before it reached the broker (422, 413, 429), by `tool`, one the gateway serves. */
   httpRefused(tool: string, status: number): void
+  /** A connection the gateway closed to stay within its connection cap: the longest idle, or (all busy) the new one. */
+  httpConnectionClosed(reason: 'evicted-idle' | 'all-busy'): void
   /** The text exposition format, and its content type. */
   render(): Promise<{ contentType: string; body: string }>
 }
@@ -142,6 +144,12 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     labelNames: ['tool', 'status'] as const,
     registers,
   })
+  const httpConnectionsClosed = new Counter({
+    name: 'toolbridge_http_connections_closed_total',
+    help: 'Connections the gateway closed to stay within its connection cap: the longest idle one, or the new one when all were busy',
+    labelNames: ['reason'] as const,
+    registers,
+  })
   const trustgraphInvocations = new Counter({
     name: 'tg_dynamic_tool_service_invocation_total',
     help: 'Dynamic tool service invocation count',
@@ -210,6 +218,7 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     },
     spansDropped: (count) => droppedSpans.inc(count),
     httpRefused: (tool, status) => httpRefusals.labels(tool, String(status)).inc(),
+    httpConnectionClosed: (reason) => httpConnectionsClosed.labels(reason).inc(),
     async render() {
       return { contentType: registry.contentType, body: await registry.metrics() }
     },

@@ -4,7 +4,7 @@
  * that never reads is told and closed instead of holding the bridge's memory.
  */
 import { request, type IncomingMessage } from 'node:http'
-import { connect } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ConsoleFeed } from '../../bridge/http/console/console-feed.ts'
@@ -71,6 +71,37 @@ describe('console event streams', () => {
     expect(again.statusCode).toBe(200)
     for (const res of [...open.slice(1), again]) res.destroy()
     for (const text of (await Promise.all(texts)).slice(1)) expect(text).toContain('"message":"to all"')
+  })
+
+  it('answers the probes while one client holds 5,000 connections asking for streams', async () => {
+    const { feed, url } = await start()
+    const sockets = await Promise.all(
+      Array.from(
+        { length: 5000 },
+        () =>
+          new Promise<Socket>((resolve) => {
+            const socket = connect(Number(url.port), url.hostname, () => {
+              socket.write(`GET /console/api/events HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`)
+              resolve(socket)
+            })
+            socket.on('error', () => {})
+          }),
+      ),
+    )
+    try {
+      for (let tries = 0; tries < 200 && feed.streams.size < MAX_EVENT_STREAMS; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      expect(feed.streams.size).toBe(MAX_EVENT_STREAMS)
+      expect((await fetch(new URL('/healthz', url))).status).toBe(200)
+      expect((await fetch(new URL('/readyz', url))).status).toBe(200)
+      // Past the connection cap the idle ones (refused streams kept alive) made room; the streams stand.
+      const metrics = await (await fetch(new URL('/metrics', url))).text()
+      expect(metrics).toMatch(/toolbridge_http_connections_closed_total\{reason="evicted-idle"\} [1-9]/)
+      expect(feed.streams.size).toBe(MAX_EVENT_STREAMS)
+    } finally {
+      for (const socket of sockets) socket.destroy()
+    }
   })
 
   it('closes a stream whose reader fell 1 MiB behind, with a last event saying so, and keeps serving the others', async () => {
