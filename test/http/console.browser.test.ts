@@ -5,12 +5,13 @@
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Browser, Locator, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDev, type DevSession } from '../../bridge/dev/dev-session.ts'
+import { MAX_EVENT_STREAMS } from '../../bridge/http/console/event-streams.ts'
 import { resolveSettings } from '../../bridge/project/settings.ts'
 import { silentLogger } from '../../bridge/support/logger.ts'
 import { chunkResponse, encodeResponse, finalResponse } from '../../shared/protocol.ts'
@@ -124,6 +125,9 @@ describe.skipIf(!chromiumInstalled)('the web console of toolbridge dev, in Chrom
     await expect(answer.locator('.error-text').textContent()).resolves.toMatch(/^invalid-arguments: .*text/)
     // Refused by the gateway before it reached the broker: the bridge has nothing to report.
     await expect(answer.locator('dl.split').isHidden()).resolves.toBe(true)
+    // Yet the refusal is a row of the log and an error in the tool's chart.
+    await page.locator('#log tbody tr[data-tool="echo"][data-outcome="invalid-arguments"]').waitFor()
+    await page.locator('.chart[data-tool="echo"] p', { hasText: / [1-9]\d* errors;/ }).waitFor()
   })
 
   it('answers the next call with a function edited on disk, and keeps the old code serving through a broken edit', async () => {
@@ -214,6 +218,57 @@ describe.skipIf(!chromiumInstalled)('the web console of toolbridge dev, in Chrom
       'story',
     ])
     await page.selectOption('#filter-tool', '')
+  })
+
+  /** A call from outside the page, as another client's would be. */
+  const callFromOutside = async (text: string) => {
+    const res = await fetch(`${session.url}/tools/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ arguments: { text } }),
+    })
+    expect(res.status).toBe(200)
+    await res.text()
+  }
+  const loggedTools = () =>
+    page.locator('#log tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-tool')))
+
+  it('follows the log again from where it stopped when the bridge closes its stream, each call once', async () => {
+    const before = (await loggedTools()).length
+    session.feed.streams.closeAll()
+    // Logged while the page has no stream: the page's next stream starts with it.
+    await callFromOutside('while away')
+    await page.waitForFunction((n) => document.querySelectorAll('#log tbody tr').length === n, before + 1)
+    await callFromOutside('after')
+    await page.waitForFunction((n) => document.querySelectorAll('#log tbody tr').length === n, before + 2)
+    expect(session.feed.streams.size).toBe(1)
+  })
+
+  it('with every event stream taken, keeps trying, and its log resumes once one is free; probes answer meanwhile', async () => {
+    const url = new URL(session.url)
+    session.feed.streams.closeAll()
+    // Another client takes every stream before the page asks again.
+    const taken = Array.from({ length: MAX_EVENT_STREAMS }, () => {
+      const socket = connect(Number(url.port), url.hostname, () =>
+        socket.write(`GET /console/api/events HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`),
+      )
+      socket.on('error', () => {})
+      return socket
+    })
+    const before = (await loggedTools()).length
+    try {
+      for (let tries = 0; tries < 100 && session.feed.streams.size < MAX_EVENT_STREAMS; tries++)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      expect(session.feed.streams.size).toBe(MAX_EVENT_STREAMS)
+      await callFromOutside('while full')
+      await new Promise((resolve) => setTimeout(resolve, 1500)) // past one retry of the page
+      expect((await loggedTools()).length).toBe(before)
+      expect((await fetch(`${session.url}/healthz`)).status).toBe(200)
+      expect((await fetch(`${session.url}/readyz`)).status).toBe(200)
+    } finally {
+      for (const socket of taken) socket.destroy()
+    }
+    await page.waitForFunction((n) => document.querySelectorAll('#log tbody tr').length === n, before + 1)
   })
 })
 
