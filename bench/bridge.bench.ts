@@ -3,7 +3,7 @@
  *
  *   npm run bench
  *
- * For each invoker (`in-process`, `local` = worker threads) and each number
+ * For each invoker (`in-process`, `worker-threads`) and each number
  * of requests in flight, a closed-loop load generator (N callers, each
  * sending its next request as soon as the previous answer arrives) calls
  * joke-service's `tell-joke` (topic "programming") through
@@ -27,11 +27,11 @@
  *   BENCH_SECONDS            measured seconds per cell (default 3)
  *   BENCH_WARMUP_SECONDS     warm-up seconds per cell (default 1)
  *   BENCH_INFLIGHT           in-flight levels, comma separated (default 1,16,64)
- *   BENCH_INVOKERS           setups to run (default in-process,local,local-shared: worker threads with
+ *   BENCH_INVOKERS           setups to run (default in-process,worker-threads,worker-threads-shared: worker threads with
  *                            invocationsPerWorker BENCH_PER_WORKER, default 64)
  *   BENCH_CONCURRENCY        joke-service `concurrency` override: the bridge's prefetch and,
- *                            for `local`, the worker pool size (default 64; serverless.yml says 8)
- *   BENCH_LOCAL_CONCURRENCY  override of the above for the `local` invoker only
+ *                            for `worker-threads`, the worker pool size (default 64; serverless.yml says 8)
+ *   BENCH_LOCAL_CONCURRENCY  override of the above for the `worker-threads` invoker only
  *   BENCH_OUT                where to write the JSON (default bench/results/bridge.json)
  *
  * Results are written to bench/results/bridge.json (git-ignored).
@@ -76,7 +76,7 @@ import {
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
 const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 1, 0)
 const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
-const INVOKER_KINDS = setupsEnv('BENCH_INVOKERS', 'in-process,local,local-shared')
+const INVOKER_KINDS = setupsEnv('BENCH_INVOKERS', 'in-process,worker-threads,worker-threads-shared')
 const CONCURRENCY = Math.floor(numberEnv('BENCH_CONCURRENCY', 64, 1))
 const LOCAL_CONCURRENCY = Math.floor(numberEnv('BENCH_LOCAL_CONCURRENCY', CONCURRENCY, 1))
 const concurrencyFor = (kind: BridgeSetup) =>
@@ -287,7 +287,7 @@ async function main(): Promise<void> {
   const lowest = Math.min(...IN_FLIGHT)
   const targets: { target: string; goal: string; reached: string; met: boolean | null }[] = []
   const bestInProcess = best('in-process')
-  const bestLocal = best('local')
+  const bestLocal = best('worker-threads')
   targets.push({
     target: 'in-process throughput',
     goal: `>= ${TARGETS.inProcessReqPerSec} req/s`,

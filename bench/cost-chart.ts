@@ -34,8 +34,8 @@ interface Cell {
 const NAMES: Record<string, string> = {
   baseline: 'raw echo',
   'in-process': 'in-process',
-  local: 'workers, 1 per worker',
-  'local-shared': 'workers, several per worker',
+  'worker-threads': 'workers, 1 per worker',
+  'worker-threads-shared': 'workers, several per worker',
 }
 const COLORS = ['#7f8c8d', '#27ae60', '#c0392b', '#2471a3']
 /** The embedded broker's bench calls itself `bridge`. */

@@ -8,7 +8,7 @@
  * serverless.yml's joke-service function (tell-joke, the event the bridge
  * hands it) called through `invoker.invoke()` by a closed loop of N callers,
  * for each in-flight level: `in-process` (the handler in this thread), then
- * `worker threads` (the default `local` invoker, concurrency = the in-flight
+ * `worker threads` (the default `worker-threads` invoker, concurrency = the in-flight
  * level, no warm worker: the pool grows as it does in the bridge). Each cell
  * has its warm-up, then a fixed duration, in rounds whose order alternates.
  * Recorded per cell: calls/s, p50, process CPU per call (all threads) and

@@ -16,7 +16,7 @@
  *   record once the broker has acknowledged the answer — the delivery
  *   guarantee the bridge gives, with nothing else. It uses the client
  *   settings the transport uses (64 requests in flight per connection).
- * - `in-process` and `local`: startRuntime() with serverless.yml's
+ * - `in-process` and `worker-threads`: startRuntime() with serverless.yml's
  *   joke-service (tool tell-joke, config style=pun, arguments
  *   topic=programming), its `concurrency` set to the in-flight level.
  *
@@ -29,7 +29,7 @@
  * Targets (per bridge row): throughput >= 0.9 x baseline, p50 <= baseline p50 + 0.5 ms.
  *
  * Environment: BENCH_SECONDS (3), BENCH_WARMUP_SECONDS (0.5), BENCH_ROUNDS (3),
- * BENCH_INFLIGHT (1,16,64), BENCH_SETUPS (in-process,local,local-shared; local-shared: worker threads with
+ * BENCH_INFLIGHT (1,16,64), BENCH_SETUPS (in-process,worker-threads,worker-threads-shared; worker-threads-shared: worker threads with
  * invocationsPerWorker BENCH_PER_WORKER, default 64),
  * BENCH_BROKER (kafka://127.0.0.1:9092), BENCH_OUT (bench/results/kafka.json).
  */
@@ -89,7 +89,7 @@ const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
 const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)
 const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 3, 1))
 const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
-const BRIDGE_KINDS = setupsEnv('BENCH_SETUPS', 'in-process,local,local-shared')
+const BRIDGE_KINDS = setupsEnv('BENCH_SETUPS', 'in-process,worker-threads,worker-threads-shared')
 const BROKER = process.env.BENCH_BROKER || 'kafka://127.0.0.1:9092'
 const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/kafka.json')
 const TARGETS = { throughputRatio: 0.9, p50DeltaMs: 0.5 }

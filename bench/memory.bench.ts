@@ -23,7 +23,7 @@
  *   BENCH_IDLE_SECONDS   when the settled idle reading is taken, after it serves (default 30)
  *   BENCH_LATER_SECONDS  when the last reading is taken, after the calls (default 75)
  *   BENCH_PER_WORKER  invocationsPerWorker for every example (default: as serverless.yml says)
- *   BENCH_INVOKER     the invoker (default local: worker threads; in-process shows the main thread alone)
+ *   BENCH_INVOKER     the invoker (default worker-threads; in-process shows the main thread alone)
  *   BENCH_NODE_ARGS   options for node before the command (say --max-semi-space-size=1), to measure one
  *   BENCH_START_ARGS  more options of toolbridge start (say --answered-memory-size 0), to measure one
  *   BENCH_OUT         JSON path (default bench/results/memory.json)
@@ -51,7 +51,7 @@ const PER_WORKER = process.env.BENCH_PER_WORKER ? Math.floor(numberEnv('BENCH_PE
 const IDLE_SECONDS = numberEnv('BENCH_IDLE_SECONDS', 30, 3)
 const LATER_SECONDS = numberEnv('BENCH_LATER_SECONDS', 75, 0)
 const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/memory.json')
-const INVOKER = process.env.BENCH_INVOKER || 'local'
+const INVOKER = process.env.BENCH_INVOKER || 'worker-threads'
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)
 const START_ARGS = (process.env.BENCH_START_ARGS ?? '').split(' ').filter(Boolean)
 const TARGETS = { idleMiB: 90, afterMiB: 160 }

@@ -15,8 +15,8 @@
  *   in-flight messages unacked), a producer on its response topic, the same
  *   fixed response bytes the bridge sends for the joke below, acked after the
  *   broker's receipt — the bridge's delivery guarantees, nothing else.
- * - `in-process` and `local`: startRuntime() with serverless.yml's
- *   joke-service on the `in-process` and the `local` (worker threads)
+ * - `in-process` and `worker-threads`: startRuntime() with serverless.yml's
+ *   joke-service on the `in-process` and the `worker-threads`
  *   invoker, `concurrency` set to the in-flight level.
  * - `native` (only where the optional pulsar-client addon loads): the same
  *   echo service and caller, both on `--pulsar-client native`, against which
@@ -32,8 +32,8 @@
  *
  * Environment:
  *   BENCH_SECONDS (3)  BENCH_WARMUP_SECONDS (0.5)  BENCH_ROUNDS (3)  BENCH_INFLIGHT (1,16,64)
- *   BENCH_SETUPS       bridge setups besides the baseline (default in-process,local,local-shared;
- *                          local-shared: worker threads, invocationsPerWorker BENCH_PER_WORKER, default 64)
+ *   BENCH_SETUPS       bridge setups besides the baseline (default in-process,worker-threads,worker-threads-shared;
+ *                          worker-threads-shared: worker threads, invocationsPerWorker BENCH_PER_WORKER, default 64)
  *   BENCH_BROKER       default TOOLBRIDGE_BROKER, else pulsar://127.0.0.1:6650
  *   BENCH_OUT          default bench/results/pulsar.json (git-ignored)
  */
@@ -85,7 +85,7 @@ const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
 const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)
 const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 3, 1))
 const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
-const BRIDGE_KINDS = setupsEnv('BENCH_SETUPS', 'in-process,local,local-shared')
+const BRIDGE_KINDS = setupsEnv('BENCH_SETUPS', 'in-process,worker-threads,worker-threads-shared')
 const BROKER =
   process.env.BENCH_BROKER ||
   (process.env.TOOLBRIDGE_BROKER?.startsWith('pulsar') ? process.env.TOOLBRIDGE_BROKER : '') ||

@@ -13,14 +13,14 @@
  *   bytes the bridge sends for the joke below, on the response fanout
  *   exchange through a confirm channel, and acks after the confirm — the
  *   delivery guarantees the bridge gives, with nothing else.
- * - `in-process` and `local`: startRuntime() with serverless.yml's
+ * - `in-process` and `worker-threads`: startRuntime() with serverless.yml's
  *   joke-service (tool tell-joke, config style=pun, arguments
- *   topic=programming) on the `in-process` and the `local` (worker threads)
- *   invoker, its `concurrency` (prefetch, and for `local` the worker pool)
+ *   topic=programming) on the `in-process` and the `worker-threads`
+ *   invoker, its `concurrency` (prefetch, and for `worker-threads` the worker pool)
  *   set to the in-flight level.
  *
  * Each setup has a topic of its own (request:tg:bench-echo,
- * request:tg:bench-joke-in-process, request:tg:bench-joke-local and their
+ * request:tg:bench-joke-in-process, request:tg:bench-joke-worker-threads and their
  * response queues), so nothing competes for a queue — not even the tests,
  * which use request:tg:joke on the same broker. The bench deletes its queues
  * and exchanges before and after the run.
@@ -54,8 +54,8 @@
  *   BENCH_WARMUP_SECONDS   warm-up seconds per cell (default 0.5)
  *   BENCH_ROUNDS           rounds per in-flight level (default 3)
  *   BENCH_INFLIGHT         in-flight levels, comma separated (default 1,16,64)
- *   BENCH_SETUPS           bridge setups to run besides the baseline (default in-process,local,local-shared)
- *   BENCH_PER_WORKER       invocationsPerWorker of local-shared (default 64)
+ *   BENCH_SETUPS           bridge setups to run besides the baseline (default in-process,worker-threads,worker-threads-shared)
+ *   BENCH_PER_WORKER       invocationsPerWorker of worker-threads-shared (default 64)
  *   BENCH_BROKER           broker URL (default TOOLBRIDGE_BROKER, else amqp://guest:guest@127.0.0.1:5672/)
  *   BENCH_OUT              where to write the JSON (default bench/results/rabbitmq.json, git-ignored)
  */
@@ -118,7 +118,7 @@ const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
 const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)
 const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 3, 1))
 const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
-const BRIDGE_KINDS = setupsEnv('BENCH_SETUPS', `in-process,local,${SHARED_SETUP}`)
+const BRIDGE_KINDS = setupsEnv('BENCH_SETUPS', `in-process,worker-threads,${SHARED_SETUP}`)
 const BROKER = process.env.BENCH_BROKER || process.env.TOOLBRIDGE_BROKER || 'amqp://guest:guest@127.0.0.1:5672/'
 const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/rabbitmq.json')
 
@@ -527,7 +527,7 @@ async function main(): Promise<void> {
         config: tool.config,
         arguments: ARGUMENTS,
         configuredConcurrency: spec.concurrency,
-        concurrency: 'equal to in-flight (prefetch; worker pool size for local)',
+        concurrency: 'equal to in-flight (prefetch; worker pool size for worker-threads)',
         queues: Object.fromEntries(
           SETUPS.map((s) => [s, defaultQueues(s === 'baseline' ? BASELINE_TOPIC : bridgeTopic(s))]),
         ),

@@ -37,7 +37,7 @@
  * Environment:
  *   BENCH_REQUESTS   requests in all (default 300000)
  *   BENCH_INFLIGHT   callers (default 32)
- *   BENCH_INVOKER    the bridge's invoker (default local: worker threads)
+ *   BENCH_INVOKER    the bridge's invoker (default worker-threads)
  *   BENCH_PER_WORKER invocationsPerWorker for every example (default: as serverless.yml says)
  *   BENCH_BRIDGE_NODE_OPTIONS  node options for the bridge (default --max-old-space-size=160; empty: none)
  *   BENCH_BROKER     default TOOLBRIDGE_BROKER, else amqp://guest:guest@127.0.0.1:5672/
@@ -88,7 +88,7 @@ const LEAST_CALLED_SHARE = 1 / MIX
 /** Requests after which every service's memories of answered and seen requests may be full. */
 const MEMORIES_FULL_AFTER = DEFAULT_ANSWERED_MEMORY_SIZE / LEAST_CALLED_SHARE
 const CALL_TIMEOUT_MS = 30_000
-const INVOKER = process.env.BENCH_INVOKER || 'local'
+const INVOKER = process.env.BENCH_INVOKER || 'worker-threads'
 /**
  * Node options for the bridge process: by default its heap capped as README
  * recommends for production. Without a cap V8 sizes the heap lazily and RSS

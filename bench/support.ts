@@ -59,11 +59,11 @@ export function invokersEnv(name: string, fallback: string): InvokerKind[] {
 }
 
 /**
- * What a bench serves the tool with: an invoker, or `local-shared`, the
+ * What a bench serves the tool with: an invoker, or `worker-threads-shared`, the
  * worker threads with several invocations per worker (`invocationsPerWorker`
  * BENCH_PER_WORKER, default 64).
  */
-export const SHARED_SETUP = 'local-shared'
+export const SHARED_SETUP = 'worker-threads-shared'
 export type BridgeSetup = InvokerKind | typeof SHARED_SETUP
 export const PER_WORKER = Math.floor(numberEnv('BENCH_PER_WORKER', 64, 1))
 
@@ -78,7 +78,7 @@ export function setupsEnv(name: string, fallback: string): BridgeSetup[] {
 /** The invoker a setup runs on, and its service's `invocationsPerWorker`. */
 export function setupInvoker(setup: BridgeSetup): { invoker: InvokerKind; invocationsPerWorker: number } {
   return setup === SHARED_SETUP
-    ? { invoker: 'local', invocationsPerWorker: PER_WORKER }
+    ? { invoker: 'worker-threads', invocationsPerWorker: PER_WORKER }
     : { invoker: setup, invocationsPerWorker: 1 }
 }
 

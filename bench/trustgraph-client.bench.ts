@@ -8,14 +8,14 @@
  *   node bench/trustgraph-client.bench.ts
  *
  * Setups (both started before any cell and running side by side, each on
- * topics of its own: request:tg:bench-tg-echo, request:tg:bench-tg-local and
+ * topics of its own: request:tg:bench-tg-echo, request:tg:bench-tg-worker-threads and
  * their response queues):
  *
  * - `baseline`: an echo service on the project's transport for the broker
  *   (RabbitTransport or PulsarTransport, the clients the bridge itself uses):
  *   it answers every request with the fixed response bytes the bridge sends
  *   for the joke below, and acks once the broker has the answer.
- * - `local`: startRuntime() with serverless.yml's joke-service (tool
+ * - `worker-threads`: startRuntime() with serverless.yml's joke-service (tool
  *   tell-joke, config style=pun, arguments topic=programming) on worker
  *   threads, the default invoker, `concurrency` = the in-flight level.
  *
@@ -83,8 +83,8 @@ const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/trustgraph-cli
 const TARGET = 0.9
 
 type Broker = 'rabbitmq' | 'pulsar'
-type Setup = 'baseline' | 'local'
-const SETUPS: Setup[] = ['baseline', 'local']
+type Setup = 'baseline' | 'worker-threads'
+const SETUPS: Setup[] = ['baseline', 'worker-threads']
 const URLS: Record<Broker, string> = {
   rabbitmq: 'amqp://guest:guest@127.0.0.1:5672/',
   pulsar: 'pulsar://127.0.0.1:6650',
@@ -94,7 +94,7 @@ const BACKEND_ARGS: Record<Broker, string[]> = {
   rabbitmq: ['--backend', 'rabbitmq', '--rabbitmq-host', '127.0.0.1'],
   pulsar: ['--backend', 'pulsar', '--pulsar-host', URLS.pulsar, '--pulsar-admin-url', 'http://127.0.0.1:8081'],
 }
-const topicOf = (setup: Setup) => (setup === 'baseline' ? 'bench-tg-echo' : 'bench-tg-local')
+const topicOf = (setup: Setup) => (setup === 'baseline' ? 'bench-tg-echo' : 'bench-tg-worker-threads')
 
 /** A reconnect during a cell makes it meaningless: transports' warnings are printed. */
 const benchLogger: Logger = {
@@ -134,11 +134,11 @@ async function startEchoService(
 }
 
 async function startBridge(broker: Broker, inFlight: number, project: Project, base: ToolServiceSpec) {
-  const q = defaultQueues(topicOf('local'))
+  const q = defaultQueues(topicOf('worker-threads'))
   const spec: ToolServiceSpec = { ...base, concurrency: inFlight, requestQueue: q.request, responseQueue: q.response }
   const runtime = await startRuntime(
     { ...project, services: [spec] },
-    resolveSettings({ broker: URLS[broker], invoker: 'local', port: '', drainTimeout: '1' }, {}),
+    resolveSettings({ broker: URLS[broker], invoker: 'worker-threads', port: '', drainTimeout: '1' }, {}),
     { logger: benchLogger },
   )
   return () => runtime.stop()

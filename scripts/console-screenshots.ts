@@ -17,7 +17,7 @@ import { silentLogger } from '../bridge/support/logger.ts'
 import { launchChromium } from '../test/support/chromium.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
-const settings = { ...resolveSettings({ port: '0', invoker: 'local' }, {}), broker: undefined }
+const settings = { ...resolveSettings({ port: '0', invoker: 'worker-threads' }, {}), broker: undefined }
 const browser = await launchChromium()
 
 async function call(page: Page, tool: string, fill: Record<string, string>, button = 'Call') {

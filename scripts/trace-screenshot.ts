@@ -27,7 +27,7 @@ const JAEGER = 'http://127.0.0.1:16686'
 const project = loadProject(resolve(ROOT, 'serverless.yml'))
 const spec = project.services.find((s) => s.id === 'story-service')
 if (!spec) throw new Error('serverless.yml has no story-service')
-const runtime = await startRuntime(project, resolveSettings({ port: 'off', invoker: 'local' }, {}), {
+const runtime = await startRuntime(project, resolveSettings({ port: 'off', invoker: 'worker-threads' }, {}), {
   env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_SERVICE_NAME: 'toolbridge' },
 })
 const traceId = randomBytes(16).toString('hex')

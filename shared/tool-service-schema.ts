@@ -174,7 +174,7 @@ export const toolServiceSchema = {
       description:
         "Invocations one worker thread runs at once; 1 is Lambda's one at a time. Only for a function of this serverless.yml.",
       examples: [64],
-      concerns: 'the `local` invoker (worker threads)',
+      concerns: 'the `worker-threads` invoker (worker threads)',
     },
     timeout: {
       type: 'number',

@@ -88,7 +88,7 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
   )
   .option(
     '--worker-idle-timeout <seconds>',
-    `worker threads (the local invoker) idle this long are ended, down to --warm-workers per function (env TOOLBRIDGE_WORKER_IDLE_TIMEOUT; default ${DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS})`,
+    `worker threads (--invoker worker-threads) idle this long are ended, down to --warm-workers per function (env TOOLBRIDGE_WORKER_IDLE_TIMEOUT; default ${DEFAULT_WORKER_IDLE_TIMEOUT_SECONDS})`,
   )
   .option(
     '--warm-workers <n>',
@@ -285,7 +285,7 @@ program
   .addHelpText('after', example('toolbridge dev --port 8080'))
   .action(async (flags: SettingFlags & { followLinks?: boolean }) => {
     // Worker threads: a function's new code loads in a new worker, which an in-process module cache cannot do.
-    const settings = { ...resolveSettings({ ...flags, invoker: 'local' }), broker: undefined }
+    const settings = { ...resolveSettings({ ...flags, invoker: 'worker-threads' }), broker: undefined }
     if (settings.port === undefined) throw new UsageError('--port', 'dev serves the console over HTTP: give a port')
     const [{ createLogger }, { startDev }] = await Promise.all([
       import('../support/logger.ts'),
@@ -393,11 +393,11 @@ addInvokerOptions(addBrokerOptions(invokeCommand))
         }
         // The bridge on this machine's default port may be another project's: use it only if it serves the tool asked
         // for and no tool this project lacks (one added since it started, by `add function`, is no reason to refuse).
-        const hint = `call it with --url ${route.url}, or run the tool here with --invoker local`
+        const hint = `call it with --url ${route.url}, or run the tool here with --invoker worker-threads`
         if (probe.found === 'token-required') {
           throw new ToolbridgeError(
             'config',
-            `the toolbridge at ${route.url} wants a bearer token: give --http-token (env TOOLBRIDGE_HTTP_TOKEN), or run the tool here with --invoker local`,
+            `the toolbridge at ${route.url} wants a bearer token: give --http-token (env TOOLBRIDGE_HTTP_TOKEN), or run the tool here with --invoker worker-threads`,
           )
         }
         if (probe.found === 'tools') {

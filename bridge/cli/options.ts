@@ -25,7 +25,10 @@ const pulsarClientOption = () =>
   ).choices(PULSAR_CLIENTS)
 
 export const invokerOption = () =>
-  new Option('--invoker <kind>', 'where functions run (env TOOLBRIDGE_INVOKER; default local)').choices(INVOKERS)
+  new Option(
+    '--invoker <kind>',
+    'where the functions of serverless.yml run: worker-threads, in-process, or lambda (their deployed copies) (env TOOLBRIDGE_INVOKER; default worker-threads)',
+  ).choices(INVOKERS)
 export const lambdaEndpointOption = () =>
   new Option(
     '--lambda-endpoint <url>',

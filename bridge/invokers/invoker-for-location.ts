@@ -26,7 +26,7 @@ async function handlerInvoker({
   logger,
 }: Required<LocationInvokerOptions>): Promise<Invoker<HandlerLocation>> {
   switch (settings.invoker) {
-    case 'local': {
+    case 'worker-threads': {
       const { WorkerThreadInvoker } = await import('./worker-threads/worker-thread-invoker.ts')
       return new WorkerThreadInvoker(baseDir, {
         logger,

@@ -18,7 +18,7 @@ export interface FunctionTarget<L extends FunctionLocation = FunctionLocation> {
   /** Upper bound on simultaneous invocations of this function. */
   concurrency: number
   /**
-   * Invocations one worker thread may run at once (the `local` invoker); 1,
+   * Invocations one worker thread may run at once (the `worker-threads` invoker); 1,
    * the default, is Lambda's one at a time.
    */
   invocationsPerWorker?: number | undefined

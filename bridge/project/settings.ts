@@ -9,7 +9,7 @@ import { checkDeadLetterQueue } from './dead-letter-queue.ts'
 import { LOG_LEVELS, type LogLevel } from '../support/logger.ts'
 
 /** Invokers that run handlers on this machine, from their `handler:` files. */
-export const LOCAL_INVOKERS = ['local', 'in-process'] as const
+export const LOCAL_INVOKERS = ['worker-threads', 'in-process'] as const
 export const INVOKERS = [...LOCAL_INVOKERS, 'lambda'] as const
 export type InvokerKind = (typeof INVOKERS)[number]
 
@@ -36,7 +36,7 @@ export interface Settings {
   /** /mcp takes OAuth access tokens of this issuer instead of a static token (bridge/http/oauth.ts); undefined: not. */
   mcpOAuth: McpOAuthSettings | undefined
   limits: Limits
-  /** How many worker threads each function keeps (the `local` invoker). */
+  /** How many worker threads each function keeps (the `worker-threads` invoker). */
   workers: WorkerPoolSettings
   /** After this long without a request, the heap is collected in full once and its free pages given back (bridge/support/idle-collection.ts); 0: never. */
   releaseMemoryAfterMs: number
@@ -225,6 +225,13 @@ function oneOf<T extends string>(flag: string, value: string, allowed: readonly 
     throw new UsageError(flag, `"${value}" must be one of ${allowed.join(', ')}`)
   }
   return value as T
+}
+
+function invokerKind(value: string): InvokerKind {
+  // 0.2.0's name for worker threads: said plainly rather than taken silently.
+  if (value === 'local')
+    throw new UsageError('--invoker', '"local" is now called "worker-threads": use --invoker worker-threads')
+  return oneOf('--invoker', value, INVOKERS)
 }
 
 function integer(flag: string, value: string, min: number, max: number): number {
@@ -430,7 +437,7 @@ export function resolveSettings(
     // '' or 'off' turns HTTP off.
     port: port === undefined || port === '' || port === 'off' ? undefined : integer('--port', port, 0, 65535),
     host: flags.host ?? env.TOOLBRIDGE_HOST ?? '127.0.0.1',
-    invoker: oneOf('--invoker', flags.invoker ?? env.TOOLBRIDGE_INVOKER ?? 'local', INVOKERS),
+    invoker: invokerKind(flags.invoker ?? env.TOOLBRIDGE_INVOKER ?? 'worker-threads'),
     drainTimeoutMs: drain === undefined ? 30_000 : integer('--drain-timeout', drain, 0, 3600) * 1000,
     logLevel: oneOf('--log-level', flags.logLevel ?? env.TOOLBRIDGE_LOG_LEVEL ?? 'info', LOG_LEVELS),
     lambda: resolveLambdaSettings(flags, env),

@@ -71,10 +71,10 @@ export interface ToolServiceSpec {
   configParams: ConfigParam[]
   response: ResponseMode
   concurrency: number
-  /** Invocations one worker thread may run at once (the `local` invoker; default 1, as Lambda). */
+  /** Invocations one worker thread may run at once (the `worker-threads` invoker; default 1, as Lambda). */
   invocationsPerWorker: number
   timeoutMs: number
-  /** Lambda's `memorySize` (the function's, else the provider's), MB; the local invoker's heap limit per worker. */
+  /** Lambda's `memorySize` (the function's, else the provider's), MB; the worker-threads invoker's heap limit per worker. */
   memoryMb: number | undefined
   /** The provider's `environment:` and the function's over it: what the function sees in `process.env` in a worker thread. */
   environment?: Record<string, string>

@@ -43,7 +43,7 @@ export interface Tracing {
 }
 
 export interface TracingOptions {
-  /** How functions at a `handler:` location run: `in-process`, `local` (worker threads) or `lambda`. */
+  /** How functions at a `handler:` location run: `in-process`, `worker-threads` or `lambda`. */
   handlerInvoker: string
   /** Spans that could not be exported: the queue was full, or the exporter failed. */
   onDropped?: (spans: number) => void

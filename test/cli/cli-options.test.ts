@@ -78,6 +78,17 @@ describe('option groups', () => {
   })
 })
 
+describe('where functions run', () => {
+  it('has one name per place, worker-threads by default; 0.2.0\'s name for it is refused with the new one', () => {
+    expect(resolveSettings({}, {}).invoker).toBe('worker-threads')
+    expect(resolveSettings({}, { TOOLBRIDGE_INVOKER: 'in-process' }).invoker).toBe('in-process')
+    expect(resolveSettings({ invoker: 'lambda' }, { TOOLBRIDGE_INVOKER: 'in-process' }).invoker).toBe('lambda')
+    expect((refusal(() => resolveSettings({}, { TOOLBRIDGE_INVOKER: 'local' })) as Error).message).toBe(
+      '--invoker: "local" is now called "worker-threads": use --invoker worker-threads',
+    )
+  })
+})
+
 describe('the HTTP gateway in settings', () => {
   it('is on by default on the embedded broker, off by default on another', () => {
     expect(resolveSettings({}, {}).port).toBe(EMBEDDED_DEFAULT_PORT)

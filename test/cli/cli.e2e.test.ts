@@ -30,7 +30,7 @@ const cleanEnv = (env: Record<string, string> = {}) => ({
   ...env,
 })
 
-const EMBEDDED_ROUTE = 'toolbridge: via an embedded bridge in this process (local invoker)\n'
+const EMBEDDED_ROUTE = 'toolbridge: via an embedded bridge in this process (worker-threads invoker)\n'
 
 interface Run {
   code: number | null
@@ -160,7 +160,7 @@ describe('toolbridge invoke, a stream service without --stream', () => {
   it.concurrent('prints the whole answer from an embedded bridge, in worker threads and in process', async ({
     expect,
   }) => {
-    for (const invoker of ['local', 'in-process']) {
+    for (const invoker of ['worker-threads', 'in-process']) {
       const run = await toolbridge('invoke', 'tell-story', '--arg', 'hero=Ada', '--invoker', invoker)
       expect(run).toMatchObject({
         code: 0,
@@ -206,7 +206,7 @@ describe('toolbridge invoke, and the bridge on this machine', () => {
     expect(lines(run.stderr)).toEqual([
       expect.stringMatching(
         new RegExp(
-          `^toolbridge: the toolbridge at http://127\\.0\\.0\\.1:${otherPort} does not serve serverless\\.yml \\(it lacks tell-joke, .*; it also serves echo, .*\\): call it with --url http://127\\.0\\.0\\.1:${otherPort}, or run the tool here with --invoker local$`,
+          `^toolbridge: the toolbridge at http://127\\.0\\.0\\.1:${otherPort} does not serve serverless\\.yml \\(it lacks tell-joke, .*; it also serves echo, .*\\): call it with --url http://127\\.0\\.0\\.1:${otherPort}, or run the tool here with --invoker worker-threads$`,
         ),
       ),
     ])
@@ -284,7 +284,7 @@ describe('toolbridge invoke, and a bridge started before a function was added', 
     )
     expect(run).toMatchObject({ code: 1, stdout: '' })
     expect(lines(run.stderr)).toEqual([
-      `toolbridge: the toolbridge at http://127.0.0.1:${port} does not serve ${config} (it lacks weather): call it with --url http://127.0.0.1:${port}, or run the tool here with --invoker local`,
+      `toolbridge: the toolbridge at http://127.0.0.1:${port} does not serve ${config} (it lacks weather): call it with --url http://127.0.0.1:${port}, or run the tool here with --invoker worker-threads`,
     ])
   })
 })

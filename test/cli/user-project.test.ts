@@ -295,7 +295,7 @@ describe('a handler that is TypeScript inside node_modules', () => {
     )
   })
 
-  for (const invoker of ['in-process', 'local']) {
+  for (const invoker of ['in-process', 'worker-threads']) {
     it.concurrent(`is refused with Node's limit and the fix named (${invoker})`, async ({ expect }) => {
       const run = await toolbridge(project, 'invoke', 'packaged', '--invoker', invoker)
       expect(run.code).toBe(1)

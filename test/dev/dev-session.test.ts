@@ -28,7 +28,7 @@ let session: DevSession | undefined
 async function start(flags: { httpToken?: string } = {}): Promise<DevSession> {
   dir = mkdtempSync(join(tmpdir(), 'toolbridge-dev-'))
   cpSync(FIXTURE, dir, { recursive: true })
-  const settings = { ...resolveSettings({ port: '0', invoker: 'local', ...flags }, {}), broker: undefined }
+  const settings = { ...resolveSettings({ port: '0', invoker: 'worker-threads', ...flags }, {}), broker: undefined }
   session = await startDev(join(dir, 'serverless.yml'), settings, { logger: silentLogger, say: () => {} })
   return session
 }
@@ -257,7 +257,7 @@ describe('watchProject', () => {
 describe('toolbridge start --console', () => {
   it('serves the console only when asked, its own calls accepted from its origin', async () => {
     const project = loadProject(join(FIXTURE, 'serverless.yml'))
-    const settings = resolveSettings({ port: '0', invoker: 'local' }, {})
+    const settings = resolveSettings({ port: '0', invoker: 'worker-threads' }, {})
     const plain = await startRuntime(project, settings)
     try {
       expect((await fetch(`${plain.gateway!.url}/`)).status).toBe(404)

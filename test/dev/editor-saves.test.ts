@@ -110,7 +110,7 @@ beforeAll(async () => {
   git('commit', '-qm', 'other')
   git('checkout', '-q', 'main')
 
-  const settings = { ...resolveSettings({ port: '0', invoker: 'local' }, {}), broker: undefined }
+  const settings = { ...resolveSettings({ port: '0', invoker: 'worker-threads' }, {}), broker: undefined }
   session = await startDev(join(dir, 'serverless.yml'), settings, { logger: silentLogger, say: () => {} })
   session.feed.onStatus((status) => statuses.push(status))
   expect(await echo()).toBe('hello v0: hi')

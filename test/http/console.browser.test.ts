@@ -29,7 +29,7 @@ describe.skipIf(!chromiumInstalled)('the web console of toolbridge dev, in Chrom
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'toolbridge-dev-'))
     cpSync(FIXTURE, dir, { recursive: true })
-    const settings = { ...resolveSettings({ port: '0', invoker: 'local' }, {}), broker: undefined }
+    const settings = { ...resolveSettings({ port: '0', invoker: 'worker-threads' }, {}), broker: undefined }
     session = await startDev(join(dir, 'serverless.yml'), settings, {
       logger: silentLogger,
       say: (line) => said.push(line),
@@ -280,7 +280,10 @@ describe.skipIf(!chromiumInstalled)('the web console behind --http-token, in Chr
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'toolbridge-dev-'))
     cpSync(FIXTURE, dir, { recursive: true })
-    const settings = { ...resolveSettings({ port: '0', invoker: 'local', httpToken: 'sesame' }, {}), broker: undefined }
+    const settings = {
+      ...resolveSettings({ port: '0', invoker: 'worker-threads', httpToken: 'sesame' }, {}),
+      broker: undefined,
+    }
     session = await startDev(join(dir, 'serverless.yml'), settings, { logger: silentLogger, say: () => {} })
     browser = await launchChromium()
   })

@@ -62,7 +62,7 @@ async function cancelOne(call: (signal: AbortSignal) => Promise<unknown>): Promi
   return performance.now() - started
 }
 
-for (const invoker of ['in-process', 'local'] as const) {
+for (const invoker of ['in-process', 'worker-threads'] as const) {
   describe(`cancelling an MCP call aborts the function (${invoker})`, () => {
     let runtime: Runtime
     let url: URL

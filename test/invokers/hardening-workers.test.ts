@@ -34,7 +34,7 @@ const MB = 1024 * 1024
 
 const project = loadProject(HARDENING_YML)
 const settings = (overrides: Partial<Settings> = {}): Settings => ({
-  ...resolveSettings({ invoker: 'local', port: 'off' }, {}),
+  ...resolveSettings({ invoker: 'worker-threads', port: 'off' }, {}),
   ...overrides,
 })
 
@@ -196,7 +196,7 @@ describe('a stream that floods for ever, with no byte limit', () => {
   const bridge = createBridge({
     transport: new MemoryTransport(broker),
     invoker: new LocationInvoker({
-      settings: resolveSettings({ invoker: 'local', maxStreamBytes: String(2 ** 40) }, {}),
+      settings: resolveSettings({ invoker: 'worker-threads', maxStreamBytes: String(2 ** 40) }, {}),
       baseDir: project.baseDir,
     }),
     services: [flood],

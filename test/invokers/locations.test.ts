@@ -120,7 +120,7 @@ describe('each location reaches its own invoker', () => {
   const spec = (functionName: string) => specs.find((s) => s.functionName === functionName)!
 
   beforeAll(async () => {
-    // The handler says which thread ran it: in process, the main thread; with `--invoker local`, a worker.
+    // The handler says which thread ran it: in process, the main thread; with `--invoker worker-threads`, a worker.
     dir = mkdtempSync(join(tmpdir(), 'toolbridge-locations-'))
     writeFileSync(
       join(dir, 'where.mjs'),
@@ -165,12 +165,12 @@ describe('each location reaches its own invoker', () => {
       onChunk: () => {},
     })
 
-  it('a handler runs in process with --invoker in-process, in a worker thread with --invoker local', async () => {
+  it('a handler runs in process with --invoker in-process, in a worker thread with --invoker worker-threads', async () => {
     expect(await withInvoker({ invoker: 'in-process' }, (invoker) => call(invoker, 'where'))).toStrictEqual({
       ok: true,
       text: 'main thread',
     })
-    expect(await withInvoker({ invoker: 'local' }, (invoker) => call(invoker, 'where'))).toStrictEqual({
+    expect(await withInvoker({ invoker: 'worker-threads' }, (invoker) => call(invoker, 'where'))).toStrictEqual({
       ok: true,
       text: 'worker thread',
     })
@@ -203,7 +203,7 @@ describe('each location reaches its own invoker', () => {
   })
 
   it('an HTTP function is called at its URL, whatever --invoker says', async () => {
-    for (const kind of ['local', 'lambda'] as const) {
+    for (const kind of ['worker-threads', 'lambda'] as const) {
       httpCalls.length = 0
       const outcome = await withInvoker({ invoker: kind }, (invoker) => call(invoker, 'remote'))
       expect(outcome).toStrictEqual({ ok: true, text: 'from the HTTP function' })

@@ -391,7 +391,7 @@ describe('a project made with toolbridge init', () => {
     await succeed(bin(project, 'tsc'), ['--noEmit'], project)
     const answer = await succeed(
       bin(project, 'toolbridge'),
-      ['invoke', 'weather', '--arg', 'input=Oslo', '--invoker', 'local'],
+      ['invoke', 'weather', '--arg', 'input=Oslo', '--invoker', 'worker-threads'],
       project,
     )
     expect(answer).toBe('weather got: Oslo\n')
@@ -434,7 +434,7 @@ describe.skipIf(!interopReady)("a project made with toolbridge init, on RabbitMQ
 
   it('is served by toolbridge start --broker on the queues TrustGraph names after its topic', () => {
     expect(serving.output()).toMatch(
-      /^toolbridge: serving on amqp:\/\/guest:\S*@127\.0\.0\.1:5672\/ with the local invoker$/m,
+      /^toolbridge: serving on amqp:\/\/guest:\S*@127\.0\.0\.1:5672\/ with the worker-threads invoker$/m,
     )
     expect(serving.ready).toEqual({ requestQueue: `request:tg:${topic}`, responseQueue: `response:tg:${topic}` })
   })
@@ -480,7 +480,7 @@ describe('a JavaScript project from the streaming template', () => {
   it('streams its story through toolbridge invoke --stream in worker threads', async () => {
     const answer = await succeed(
       bin(streaming, 'toolbridge'),
-      ['invoke', 'tell-story', '--arg', 'hero=Ada', '--arg', 'sentences=2', '--stream', '--invoker', 'local'],
+      ['invoke', 'tell-story', '--arg', 'hero=Ada', '--arg', 'sentences=2', '--stream', '--invoker', 'worker-threads'],
       streaming,
     )
     expect(answer).toBe(
@@ -500,7 +500,7 @@ describe('an existing Express app on API Gateway, with toolbridge added', () => 
     const yml = join(shop, 'serverless.yml')
     const before = readFileSync(yml, 'utf8')
     writeFileSync(yml, before.slice(0, before.indexOf('functions:')) + SHOP_TOOL_SERVICE)
-    for (const invoker of ['in-process', 'local']) {
+    for (const invoker of ['in-process', 'worker-threads']) {
       const answer = await succeed(
         bin(shop, 'toolbridge'),
         ['invoke', 'lookup-product', '--arg', 'sku=SKU-1', '--arg', 'currency=USD', '--invoker', invoker],
@@ -510,7 +510,7 @@ describe('an existing Express app on API Gateway, with toolbridge added', () => 
     }
     const missing = await runCommand(
       bin(shop, 'toolbridge'),
-      ['invoke', 'lookup-product', '--arg', 'sku=SKU-9', '--invoker', 'local'],
+      ['invoke', 'lookup-product', '--arg', 'sku=SKU-9', '--invoker', 'worker-threads'],
       shop,
     )
     expect(missing.code).toBe(1)
@@ -538,7 +538,7 @@ describe('projects from the existing-api and http-function templates', () => {
     await succeed(bin(shop, 'toolbridge'), ['init', api, '--template', 'existing-api', '--js'], work)
     // Its dependencies are the shop's: toolbridge, express, serverless-http.
     symlinkSync(join(shop, 'node_modules'), join(api, 'node_modules'), 'dir')
-    for (const invoker of ['in-process', 'local']) {
+    for (const invoker of ['in-process', 'worker-threads']) {
       const answer = await succeed(
         bin(api, 'toolbridge'),
         ['invoke', 'lookup-product', '--arg', 'sku=SKU-2', '--arg', 'currency=USD', '--invoker', invoker],
@@ -572,7 +572,7 @@ describe('projects from the existing-api and http-function templates', () => {
       writeFileSync(yml, readFileSync(yml, 'utf8').replace('http://127.0.0.1:8090/greet', url))
       const answer = await succeed(
         bin(http, 'toolbridge'),
-        ['invoke', 'greet', '--arg', 'name=Ada', '--invoker', 'local'],
+        ['invoke', 'greet', '--arg', 'name=Ada', '--invoker', 'worker-threads'],
         http,
       )
       expect(answer).toBe('Hello, Ada!\n')

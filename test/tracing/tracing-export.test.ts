@@ -90,7 +90,7 @@ describe('tracing into functions elsewhere, with a collector that is down', () =
         OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '10',
         OTEL_BSP_SCHEDULE_DELAY: '10',
       },
-      { handlerInvoker: 'local', onDropped: (spans) => metrics.spansDropped(spans) },
+      { handlerInvoker: 'worker-threads', onDropped: (spans) => metrics.spansDropped(spans) },
     )
     tracing = traced!
     const specs = services()

@@ -70,14 +70,20 @@ interface Place {
   broker: string
   url: string | undefined
   system: string
-  invoker: 'local' | 'in-process'
+  invoker: 'worker-threads' | 'in-process'
   available: boolean
 }
 
 const PLACES: Place[] = [
-  { broker: 'RabbitMQ', url: RABBITMQ_URL, system: 'rabbitmq', invoker: 'local', available: rabbitmqInstalled() },
+  {
+    broker: 'RabbitMQ',
+    url: RABBITMQ_URL,
+    system: 'rabbitmq',
+    invoker: 'worker-threads',
+    available: rabbitmqInstalled(),
+  },
   { broker: 'Kafka', url: KAFKA_URL, system: 'kafka', invoker: 'in-process', available: kafkaAvailable() },
-  { broker: 'Pulsar', url: PULSAR_URL, system: 'pulsar', invoker: 'local', available: pulsarRunnable() },
+  { broker: 'Pulsar', url: PULSAR_URL, system: 'pulsar', invoker: 'worker-threads', available: pulsarRunnable() },
   { broker: 'the embedded broker', url: undefined, system: 'memory', invoker: 'in-process', available: true },
 ]
 
@@ -171,7 +177,7 @@ describe.skipIf(!jaeger).each(PLACES)('tracing on $broker', (place) => {
         'toolbridge.invoker': place.invoker,
         'toolbridge.outcome': 'ok',
       })
-      if (place.invoker === 'local') expect(typeof invokeSpan.tags['faas.coldstart']).toBe('boolean')
+      if (place.invoker === 'worker-threads') expect(typeof invokeSpan.tags['faas.coldstart']).toBe('boolean')
       expect(sendSpan.tags).toMatchObject({
         'span.kind': 'producer',
         'messaging.system': place.system,

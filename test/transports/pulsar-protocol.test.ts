@@ -16,7 +16,7 @@ import { PulsarClient, PulsarError } from '../../lib/pulsar-client/index.ts'
 import { Connection } from '../../lib/pulsar-client/connection.ts'
 import { FrameDecoder, parseFrame, simpleFrame } from '../../lib/pulsar-client/frame.ts'
 import { decodeCommand, encodeCommand, type CommandName } from '../../lib/pulsar-client/proto.ts'
-import { ToolbridgeError } from '../../shared/errors.ts'
+import type { ToolbridgeError } from '../../shared/errors.ts'
 
 /** A command as the scripted broker reads it. */
 interface Seen {

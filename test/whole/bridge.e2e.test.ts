@@ -159,12 +159,12 @@ const sharingWorkers = (project: Project, invocationsPerWorker: number): Project
 
 const VARIANTS = [
   ...LOCAL_INVOKERS.map((invoker) => ({ name: `the ${invoker} invoker`, invoker, perWorker: 1 })),
-  { name: 'worker threads running 4 invocations each', invoker: 'local' as const, perWorker: 4 },
+  { name: 'worker threads running 4 invocations each', invoker: 'worker-threads' as const, perWorker: 4 },
 ]
 
 describe.each(VARIANTS)('the bridge with $name', ({ invoker, perWorker }) => {
   /** Worker threads can be terminated; the in-process invoker cannot survive a blocked loop or process.exit. */
-  const isolated = invoker === 'local'
+  const isolated = invoker === 'worker-threads'
   const faults = new Harness(sharingWorkers(loadProject(FAULTS_YML), perWorker))
   const examples = new Harness(sharingWorkers(loadProject(EXAMPLES_YML), perWorker))
 

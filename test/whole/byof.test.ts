@@ -286,7 +286,7 @@ describe("someone else's Lambda function", () => {
     fake.script(ARN, (call) => reply.result(`rain in ${JSON.parse(call.payload.toString()).q}`))
     fake.setState('partner-team-retired', 'Active').setState('partner-team-broken', 'Active')
     const project = loadProject(partnerYml)
-    const runtime = await startRuntime(project, settingsFor({ invoker: 'local', lambdaEndpoint: fake.url }))
+    const runtime = await startRuntime(project, settingsFor({ invoker: 'worker-threads', lambdaEndpoint: fake.url }))
     try {
       expect(
         await answers(runtime, project, [
@@ -305,7 +305,9 @@ describe("someone else's Lambda function", () => {
     const errors: string[] = []
     const logger: Logger = { debug() {}, info() {}, warn() {}, error: (_fields, message) => void errors.push(message) }
     const project = loadProject(partnerYml)
-    const runtime = await startRuntime(project, settingsFor({ invoker: 'local', lambdaEndpoint: fake.url }), { logger })
+    const runtime = await startRuntime(project, settingsFor({ invoker: 'worker-threads', lambdaEndpoint: fake.url }), {
+      logger,
+    })
     try {
       expect(errors).toStrictEqual([
         'function cannot load: Lambda function "partner-team-retired" is missing: no function "partner-team-retired" in eu-west-1',
