@@ -64,3 +64,11 @@ export function findRoute(routes: readonly Route[], path: string): Found | undef
 /** Whether a found route answers this method (a CORS preflight is answered by the guard before this). */
 export const answersMethod = (route: Route, method: string | undefined): boolean =>
   route.methods === undefined || route.methods.includes(method ?? '')
+
+/** A route anyone may read (GET, HEAD): probes, metrics, OAuth metadata. */
+export const openRoute = (path: string, handle: PlainRoute['handle']): Route => ({
+  path,
+  methods: READ_METHODS,
+  access: 'open',
+  handle,
+})

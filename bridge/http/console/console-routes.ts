@@ -18,6 +18,7 @@ import { inputSchema } from '../../../shared/arguments.ts'
 import { toolDescriptor, toolServiceDescriptor } from '../../project/descriptors.ts'
 import type { ToolServiceSpec } from '../../project/tool-services.ts'
 import { sendJson } from '../responses.ts'
+import { READ_METHODS, type Route } from '../routes.ts'
 import type { ConsoleFeed } from './console-feed.ts'
 
 const asset = (name: string) => readFileSync(new URL(`./assets/${name}`, import.meta.url))
@@ -42,11 +43,24 @@ const PAGE_HEADERS = {
   'cache-control': 'no-cache',
 }
 
-export const isConsoleApi = (path: string) => path.startsWith('/console/api/')
-export const isConsoleAsset = (path: string) => ASSETS.has(path)
+/** The console's entries of the gateway's route table: its page holds no data, so only its Host is checked. */
+export function consoleRoutes(feed: ConsoleFeed, services: readonly ToolServiceSpec[]): Route[] {
+  return [
+    {
+      path: (path) => (ASSETS.has(path) ? [path] : undefined),
+      methods: READ_METHODS,
+      access: 'page',
+      handle: (_req, res, [path]) => serveConsoleAsset(path!, res),
+    },
+    {
+      path: (path) => (path.startsWith('/console/api/') ? [path] : undefined),
+      access: '/tools',
+      handle: (req, res, [path]) => serveConsoleApi(path!, req, res, { feed, services }),
+    },
+  ]
+}
 
-/** Serves one of the console's files (isConsoleAsset). */
-export function serveConsoleAsset(path: string, res: ServerResponse): void {
+function serveConsoleAsset(path: string, res: ServerResponse): void {
   const found = ASSETS.get(path)!
   res.writeHead(200, { 'content-type': found.type, ...PAGE_HEADERS }).end(found.body)
 }
@@ -77,7 +91,7 @@ export function consoleTools(services: readonly ToolServiceSpec[]) {
 }
 
 /** Answers GET /console/api/<what>, or 404. */
-export function serveConsoleApi(
+function serveConsoleApi(
   path: string,
   req: IncomingMessage,
   res: ServerResponse,
