@@ -66,103 +66,135 @@ export function watchProject(
   onProblem: (message: string) => void,
   options: WatchOptions = {},
 ): ProjectWatcher {
-  const maxFolders = options.maxFolders ?? DEFAULT_MAX_FOLDERS
+  const tree = new WatchedTree(dir, onChange, onProblem, options)
+  tree.watchTree(dir, false)
+  return tree
+}
+
+/** The watches of one project's folders, kept in step with the tree as names in it change. */
+class WatchedTree implements ProjectWatcher {
   /**
    * Watched folders by their path in the project (links followed keep the link's path), with the
    * inode watched: a folder deleted and made again at the same path is another folder to watch.
    */
-  const watchers = new Map<string, { watcher: FSWatcher; ino: number }>()
+  private readonly watchers = new Map<string, { watcher: FSWatcher; ino: number }>()
   /** Real paths of the folders watched when links are followed, so a link back up the tree is not walked twice. */
-  const realOf = new Map<string, string>()
-  const reals = new Set<string>()
-  const reported = new Set<string>()
-  let closed = false
+  private readonly realOf = new Map<string, string>()
+  private readonly reals = new Set<string>()
+  private readonly reported = new Set<string>()
+  private readonly maxFolders: number
+  private readonly followLinks: boolean
+  private closed = false
+  private readonly dir: string
+  private readonly onChange: (file: string) => void
+  private readonly onProblem: (message: string) => void
 
-  const problem = (key: string, message: string) => {
-    if (reported.has(key)) return
-    reported.add(key)
-    onProblem(message)
+  constructor(
+    dir: string,
+    onChange: (file: string) => void,
+    onProblem: (message: string) => void,
+    options: WatchOptions,
+  ) {
+    this.dir = dir
+    this.onChange = onChange
+    this.onProblem = onProblem
+    this.maxFolders = options.maxFolders ?? DEFAULT_MAX_FOLDERS
+    this.followLinks = options.followLinks ?? false
   }
 
-  /** Closes the watches of a folder and of every folder under it. */
-  const unwatch = (folder: string) => {
-    for (const [path, { watcher }] of watchers) {
-      if (path !== folder && !path.startsWith(folder + sep)) continue
-      watcher.close()
-      watchers.delete(path)
-      reals.delete(realOf.get(path)!)
-      realOf.delete(path)
-    }
+  get folders(): number {
+    return this.watchers.size
   }
 
-  /** What the entry at `path` is, symbolic links followed only when asked; undefined once gone. */
-  const kindOf = (path: string): 'folder' | 'file' | undefined => {
-    try {
-      const stats = lstatSync(path)
-      if (stats.isDirectory()) return 'folder'
-      if (stats.isSymbolicLink() && options.followLinks && statSync(path).isDirectory()) return 'folder'
-      return 'file'
-    } catch {
-      return undefined
-    }
-  }
-
-  const inodeOf = (path: string) => {
-    try {
-      return statSync(path).ino
-    } catch {
-      return undefined
-    }
+  close(): void {
+    this.closed = true
+    for (const { watcher } of this.watchers.values()) watcher.close()
+    this.watchers.clear()
+    this.realOf.clear()
+    this.reals.clear()
   }
 
   /**
    * Watches `folder` and the folders under it. `announce`: each file found counts as changed
    * (the folder is new, so they were written before its watch was set).
    */
-  const watchTree = (folder: string, announce: boolean) => {
+  watchTree(folder: string, announce: boolean): void {
     const pending = [folder]
-    for (let next = pending.pop(); next !== undefined && !closed; next = pending.pop()) {
-      if (watchers.has(next)) continue
-      if (watchers.size >= maxFolders) {
-        problem(
+    for (let next = pending.pop(); next !== undefined && !this.closed; next = pending.pop()) {
+      if (this.watchers.has(next)) continue
+      if (this.watchers.size >= this.maxFolders) {
+        this.problem(
           'max-folders',
-          `watching stopped at ${maxFolders} folders: files in ${relative(dir, next) || next} and further are not ` +
+          `watching stopped at ${this.maxFolders} folders: files in ${relative(this.dir, next) || next} and further are not ` +
             'watched (a symbolic link to a large folder, or a project this big, is not watched whole)',
         )
         return
       }
-      if (options.followLinks) {
-        let real: string
-        try {
-          real = realpathSync(next)
-        } catch {
-          continue
-        }
-        if (reals.has(real)) continue // a link back to a folder already watched
-        realOf.set(next, real)
-        reals.add(real)
-      }
-      if (!watchFolder(next)) continue
+      if (this.followLinks && !this.firstVisit(next)) continue
+      if (!this.watchFolder(next)) continue
       let entries: Dirent[]
       try {
         entries = readdirSync(next, { withFileTypes: true })
       } catch {
-        unwatch(next)
+        this.unwatch(next)
         continue
       }
       for (const entry of entries) {
         const path = join(next, entry.name)
         if (isIgnored(entry.name)) continue
         const isFolder =
-          entry.isDirectory() || (entry.isSymbolicLink() && options.followLinks && kindOf(path) === 'folder')
+          entry.isDirectory() || (entry.isSymbolicLink() && this.followLinks && this.kindOf(path) === 'folder')
         if (isFolder) pending.push(path)
-        else if (announce) onChange(path)
+        else if (announce) this.onChange(path)
       }
     }
   }
 
+  /** With links followed: whether the real folder behind `path` is not watched yet (a link back up the tree is). */
+  private firstVisit(path: string): boolean {
+    let real: string
+    try {
+      real = realpathSync(path)
+    } catch {
+      return false
+    }
+    if (this.reals.has(real)) return false
+    this.realOf.set(path, real)
+    this.reals.add(real)
+    return true
+  }
+
+  private problem(key: string, message: string): void {
+    if (this.reported.has(key)) return
+    this.reported.add(key)
+    this.onProblem(message)
+  }
+
+  /** Closes the watches of a folder and of every folder under it. */
+  private unwatch(folder: string): void {
+    for (const [path, { watcher }] of this.watchers) {
+      if (path !== folder && !path.startsWith(folder + sep)) continue
+      watcher.close()
+      this.watchers.delete(path)
+      this.reals.delete(this.realOf.get(path)!)
+      this.realOf.delete(path)
+    }
+  }
+
+  /** What the entry at `path` is, symbolic links followed only when asked; undefined once gone. */
+  private kindOf(path: string): 'folder' | 'file' | undefined {
+    try {
+      const stats = lstatSync(path)
+      if (stats.isDirectory()) return 'folder'
+      if (stats.isSymbolicLink() && this.followLinks && statSync(path).isDirectory()) return 'folder'
+      return 'file'
+    } catch {
+      return undefined
+    }
+  }
+
   /** Sets the watch of one folder; false when it could not be set (gone, or the system's limit reached). */
-  const watchFolder = (folder: string): boolean => {
+  private watchFolder(folder: string): boolean {
     let watcher: FSWatcher
     let ino: number
     try {
@@ -170,65 +202,61 @@ export function watchProject(
       watcher = watch(folder, { persistent: true }, (_event, name) => {
         if (name === null) return
         const path = join(folder, name)
-        if (name !== basename(folder) || kindOf(path) !== undefined) return changed(path)
+        if (name !== basename(folder) || this.kindOf(path) !== undefined) return this.changed(path)
         // The folder's own deletion or move, told under its own name before its parent tells of it
         // (a new folder at the same path may have the old one's inode): watched again if there.
-        unwatch(folder)
-        changed(folder)
+        this.unwatch(folder)
+        this.changed(folder)
       })
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code
-      if (code === 'ENOSPC') {
-        const limit = inotifyLimit()
-        problem(
-          'ENOSPC',
-          `the system's limit of inotify watches${limit === undefined ? '' : ` (${limit})`} ` +
-            `is reached: files in ${relative(dir, folder) || '.'} and further are not watched, so their edits are not ` +
-            `reloaded; ${INOTIFY_FIX}, then restart toolbridge dev`,
-        )
-      } else if (code !== 'ENOENT' && code !== 'ENOTDIR') {
-        problem(`watch ${folder}`, `${relative(dir, folder) || '.'} is not watched: ${(err as Error).message}`)
-      }
+      this.watchRefused(folder, err as NodeJS.ErrnoException)
       return false
     }
     // The folder itself went: its parent's watch has seen the name go and closes this one.
-    watcher.on('error', () => unwatch(folder))
-    watchers.set(folder, { watcher, ino })
+    watcher.on('error', () => this.unwatch(folder))
+    this.watchers.set(folder, { watcher, ino })
     return true
   }
 
-  /** A name in a watched folder changed: it may be a file, a new folder, or gone. */
-  const changed = (path: string) => {
-    if (closed || isIgnored(relative(dir, path))) return
-    const kind = kindOf(path)
-    if (kind !== 'folder' || watchers.get(path)?.ino !== inodeOf(path)) unwatch(path) // gone, or replaced
-    if (kind === 'folder' && !watchers.has(path)) watchTree(path, true)
-    if (kind === undefined && path === dir) return projectGone()
-    if (kind !== 'folder') onChange(path)
+  private watchRefused(folder: string, err: NodeJS.ErrnoException): void {
+    const where = relative(this.dir, folder) || '.'
+    if (err.code === 'ENOSPC') {
+      const limit = inotifyLimit()
+      this.problem(
+        'ENOSPC',
+        `the system's limit of inotify watches${limit === undefined ? '' : ` (${limit})`} ` +
+          `is reached: files in ${where} and further are not watched, so their edits are not ` +
+          `reloaded; ${INOTIFY_FIX}, then restart toolbridge dev`,
+      )
+    } else if (err.code !== 'ENOENT' && err.code !== 'ENOTDIR') {
+      this.problem(`watch ${folder}`, `${where} is not watched: ${err.message}`)
+    }
   }
 
-  const projectGone = () => {
-    problem(
+  /** A name in a watched folder changed: it may be a file, a new folder, or gone. */
+  private changed(path: string): void {
+    if (this.closed || isIgnored(relative(this.dir, path))) return
+    const kind = this.kindOf(path)
+    if (kind !== 'folder' || this.watchers.get(path)?.ino !== inodeOf(path)) this.unwatch(path) // gone, or replaced
+    if (kind === 'folder' && !this.watchers.has(path)) this.watchTree(path, true)
+    if (kind === undefined && path === this.dir) return this.projectGone()
+    if (kind !== 'folder') this.onChange(path)
+  }
+
+  private projectGone(): void {
+    this.problem(
       'gone',
-      `the project folder ${dir} was moved or deleted: its files are no longer watched; ` +
+      `the project folder ${this.dir} was moved or deleted: its files are no longer watched; ` +
         'the code loaded last serves on until toolbridge dev is started again where the project is',
     )
-    close()
+    this.close()
   }
+}
 
-  const close = () => {
-    closed = true
-    for (const { watcher } of watchers.values()) watcher.close()
-    watchers.clear()
-    realOf.clear()
-    reals.clear()
-  }
-
-  watchTree(dir, false)
-  return {
-    get folders() {
-      return watchers.size
-    },
-    close,
+const inodeOf = (path: string) => {
+  try {
+    return statSync(path).ino
+  } catch {
+    return undefined
   }
 }
