@@ -79,7 +79,7 @@ describe('option groups', () => {
 })
 
 describe('where functions run', () => {
-  it('has one name per place, worker-threads by default; 0.2.0\'s name for it is refused with the new one', () => {
+  it("has one name per place, worker-threads by default; 0.2.0's name for it is refused with the new one", () => {
     expect(resolveSettings({}, {}).invoker).toBe('worker-threads')
     expect(resolveSettings({}, { TOOLBRIDGE_INVOKER: 'in-process' }).invoker).toBe('in-process')
     expect(resolveSettings({ invoker: 'lambda' }, { TOOLBRIDGE_INVOKER: 'in-process' }).invoker).toBe('lambda')
