@@ -57,7 +57,6 @@ import { encodeResponse, finalResponse, ID_PROPERTY, resultText } from '../share
 import { defaultQueues } from '../shared/queues.ts'
 import {
   ARGUMENTS,
-  brokerRowStats,
   describeMachine,
   fmt,
   fmtSigned,
@@ -68,22 +67,25 @@ import {
   loadAverage,
   loadJokeTool,
   machineInfo,
-  measureBrokerRounds,
   median,
   numberEnv,
-  printTableByInFlight,
   ROOT,
   SERVICE_ID,
   TOOL_NAME,
   throughputColumns,
   writeBenchResults,
-  type BrokerRowStats,
   type Column,
-  type LiveSetup,
   runBench,
   processCpuUsOf,
   driveService,
 } from './support.ts'
+import {
+  measureBrokerRounds,
+  brokerRowStats,
+  printTableByInFlight,
+  type BrokerRowStats,
+  type LiveSetup,
+} from './broker-bench.ts'
 
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
 const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)

@@ -80,7 +80,6 @@ import {
   setupInvoker,
   setupsEnv,
   ARGUMENTS,
-  brokerRowStats,
   describeMachine,
   fmt,
   fmtSigned,
@@ -88,23 +87,26 @@ import {
   loadAverage,
   loadJokeTool,
   machineInfo,
-  measureBrokerRounds,
   median,
   numberEnv,
-  printTableByInFlight,
   ROOT,
   SERVICE_ID,
   TOOL_NAME,
   throughputColumns,
   writeBenchResults,
-  type BrokerRowStats,
   type Column,
-  type LiveSetup,
   type Probe,
   runBench,
   processCpuUsOf,
   driveService,
 } from './support.ts'
+import {
+  measureBrokerRounds,
+  brokerRowStats,
+  printTableByInFlight,
+  type BrokerRowStats,
+  type LiveSetup,
+} from './broker-bench.ts'
 
 // ---------------------------------------------------------------- settings
 
