@@ -166,16 +166,12 @@ let brokerPid: number | undefined
 
 const EXCHANGE_OPTIONS = { durable: true, autoDelete: false, internal: false }
 
-interface EchoService {
-  close(): Promise<void>
-}
-
 /**
  * The least a service can do and still give the bridge's guarantees: consume
  * with prefetch, publish the fixed answer through a confirm channel with the
  * request's id, ack once the broker confirmed it.
  */
-async function startEchoService(prefetch: number, responseBody: Buffer): Promise<EchoService> {
+async function startEchoService(prefetch: number, responseBody: Buffer): Promise<() => Promise<void>> {
   const queues = defaultQueues(BASELINE_TOPIC)
   const requestName = parseQueueName(queues.request)
   const requestExchange = rabbitExchange(requestName)
@@ -223,13 +219,11 @@ async function startEchoService(prefetch: number, responseBody: Buffer): Promise
     },
     { noAck: false },
   )
-  return {
-    async close() {
-      closing = true
-      await consumer.cancel(consumerTag).catch(() => {})
-      await publisher.waitForConfirms().catch(() => {})
-      await model.close().catch(() => {})
-    },
+  return async () => {
+    closing = true
+    await consumer.cancel(consumerTag).catch(() => {})
+    await publisher.waitForConfirms().catch(() => {})
+    await model.close().catch(() => {})
   }
 }
 
@@ -313,10 +307,7 @@ await runBrokerBench<Setup, Omit<Row, keyof BrokerRow<Setup>>>({
   targets: TARGETS,
   topicOf,
   logger: benchLogger,
-  async startEcho(_setup, inFlight, responseBody) {
-    const service = await startEchoService(inFlight, responseBody)
-    return () => service.close()
-  },
+  startEcho: (_setup, inFlight, responseBody) => startEchoService(inFlight, responseBody),
   async prepare({ spec, tool, responseBody, setups, settings, loadBefore }) {
     await deleteBenchTopology() // leftovers of an interrupted run
     brokerPid = findBrokerPid()
