@@ -52,6 +52,7 @@ import {
   setupsEnv,
   setupInvoker,
   TOOL_NAME,
+  throughputColumns,
   writeBenchResults,
 } from './support.ts'
 
@@ -303,6 +304,7 @@ export interface BrokerBench<S extends string, X extends object> {
   disturbed?(): string | undefined
   /** A row's own numbers, after those every broker bench's rows have. */
   row(row: BrokerRow<S>, baseline: Baseline<S>, cells: BrokerCell<S>[]): X
+  /** The table's columns after the throughput columns it opens with. */
   columns: Column<BrokerRow<S> & X>[]
   /** Lines said between the rounds and the table. */
   legend: string[]
@@ -372,7 +374,7 @@ export function runBrokerBench<S extends string, X extends object>(bench: Broker
     console.log('')
     for (const line of bench.legend) console.log(line)
     console.log('')
-    printTableByInFlight(bench.columns, rows)
+    printTableByInFlight([...throughputColumns<BrokerRow<S> & X>(), ...bench.columns], rows)
     console.log('')
     for (const line of bench.summary(rows)) console.log(line)
     const out = resolve(ROOT, process.env.BENCH_OUT || `bench/results/${bench.name}.json`)

@@ -41,16 +41,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import type { Logger } from '../bridge/support/logger.ts'
 import { loadNativePulsar, NativePulsarTransport } from '../bridge/transports/pulsar/native-transport.ts'
 import { PulsarTransport } from '../bridge/transports/pulsar/pulsar-transport.ts'
-import {
-  ARGUMENTS,
-  type BridgeSetup,
-  fmt,
-  machineInfo,
-  SERVICE_ID,
-  TOOL_NAME,
-  throughputColumns,
-  type Column,
-} from './support.ts'
+import { ARGUMENTS, type BridgeSetup, fmt, machineInfo, SERVICE_ID, TOOL_NAME, type Column } from './support.ts'
 import {
   type BrokerRow,
   cpuColumns,
@@ -114,8 +105,8 @@ interface Row extends BrokerRow<Setup> {
   met: boolean | null
 }
 
+/** After the throughput columns every broker table opens with. */
 const COLUMNS: Column<Row>[] = [
-  ...throughputColumns<Row>(),
   { title: 'ratio', width: 6, cell: (r) => (r.setup === 'baseline' ? '1' : fmt(r.ratio, 2)) },
   { title: 'target', width: 6, cell: (r) => (r.target === null ? '' : `>=${r.target}`) },
   { title: 'met', width: 4, cell: (r) => (r.met === null ? '' : r.met ? 'yes' : 'NO') },

@@ -78,7 +78,6 @@ import {
   ROOT,
   SERVICE_ID,
   TOOL_NAME,
-  throughputColumns,
   type Column,
 } from './support.ts'
 import {
@@ -261,8 +260,8 @@ interface Row extends BrokerRow<Setup>, VersusBaseline {
   roundRatios: number[]
 }
 
+/** After the throughput columns every broker table opens with. */
 const COLUMNS: Column<Row>[] = [
-  ...throughputColumns<Row>(),
   ...versusBaselineColumns<Row>(TARGETS, [
     { title: 'per round', width: 14, cell: (r) => r.roundRatios.map((x) => fmt(x, 2)).join('/') },
   ]),
