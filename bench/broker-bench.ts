@@ -6,7 +6,8 @@
  * echo) started for each in-flight level with a load client driving them,
  * measured in rounds, the rows over the rounds, the table and the results
  * file. Each bench keeps its broker client, its echo, its queue naming, its
- * targets and what it says.
+ * targets and what it says. The echo service on a transport here serves the
+ * pulsar bench and the TrustGraph client bench.
  *
  * Environment (every broker bench; its header says the defaults):
  * BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_ROUNDS, BENCH_INFLIGHT,
@@ -101,7 +102,7 @@ export interface BrokerRounds<S extends string> {
  * with the order rotated (so that no setup always goes first, after the
  * same neighbour), then stopped; one progress line a round.
  */
-export async function measureBrokerRounds<S extends string>(bench: BrokerRounds<S>): Promise<BrokerCell<S>[]> {
+async function measureBrokerRounds<S extends string>(bench: BrokerRounds<S>): Promise<BrokerCell<S>[]> {
   const { setups, rounds } = bench
   const cells: BrokerCell<S>[] = []
   for (const inFlight of bench.inFlight) {
@@ -180,7 +181,7 @@ export interface BrokerRowStats {
   errors: number
 }
 
-export function brokerRowStats(cells: BrokerCellStats[]): BrokerRowStats {
+function brokerRowStats(cells: BrokerCellStats[]): BrokerRowStats {
   const reqs = cells.map((c) => c.reqPerSec)
   const medianOf = (pick: (c: BrokerCellStats) => number) => median(cells.map(pick))
   return {
@@ -201,7 +202,7 @@ export function brokerRowStats(cells: BrokerCellStats[]): BrokerRowStats {
 }
 
 /** The header and rows, a blank line between in-flight levels. */
-export function printTableByInFlight<R extends { inFlight: number }>(columns: Column<R>[], rows: R[]): void {
+function printTableByInFlight<R extends { inFlight: number }>(columns: Column<R>[], rows: R[]): void {
   printHeader(columns)
   let last: number | undefined
   for (const row of rows) {
