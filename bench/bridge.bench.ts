@@ -207,6 +207,28 @@ async function main(): Promise<void> {
     printRow(COLUMNS, row)
   }
 
+  /** A row measured after the direct call's at its in-flight level, against it; printed as it comes. */
+  const addRow = (
+    invoker: Row['invoker'],
+    inFlight: number,
+    concurrency: number,
+    stats: CellStats,
+    ratioToEcho: number,
+  ) => {
+    const base = baseline.get(inFlight)!
+    const row: Row = {
+      invoker,
+      inFlight,
+      concurrency,
+      ...stats,
+      ratioToBaseline: stats.reqPerSec / base.reqPerSec,
+      ratioToEcho,
+      p50OverheadMs: stats.p50Ms - base.p50Ms,
+    }
+    rows.push(row)
+    printRow(COLUMNS, row)
+  }
+
   // Baseline: a raw echo service on the embedded broker, driven by the same client.
   const echoes = new Map<number, CellStats>()
   {
@@ -222,18 +244,7 @@ async function main(): Promise<void> {
       for (const inFlight of IN_FLIGHT) {
         const stats = await measureCell(call, inFlight)
         echoes.set(inFlight, stats)
-        const base = baseline.get(inFlight)!
-        const row: Row = {
-          invoker: 'echo',
-          inFlight,
-          concurrency: CONCURRENCY,
-          ...stats,
-          ratioToBaseline: stats.reqPerSec / base.reqPerSec,
-          ratioToEcho: 1,
-          p50OverheadMs: stats.p50Ms - base.p50Ms,
-        }
-        rows.push(row)
-        printRow(COLUMNS, row)
+        addRow('echo', inFlight, CONCURRENCY, stats, 1)
       }
     } finally {
       await client.close()
@@ -260,18 +271,7 @@ async function main(): Promise<void> {
       for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: concurrency }, call))
       for (const inFlight of IN_FLIGHT) {
         const stats = await measureCell(call, inFlight)
-        const base = baseline.get(inFlight)!
-        const row: Row = {
-          invoker: kind,
-          inFlight,
-          concurrency,
-          ...stats,
-          ratioToBaseline: stats.reqPerSec / base.reqPerSec,
-          ratioToEcho: stats.reqPerSec / echoes.get(inFlight)!.reqPerSec,
-          p50OverheadMs: stats.p50Ms - base.p50Ms,
-        }
-        rows.push(row)
-        printRow(COLUMNS, row)
+        addRow(kind, inFlight, concurrency, stats, stats.reqPerSec / echoes.get(inFlight)!.reqPerSec)
       }
     } finally {
       await client.close()

@@ -46,63 +46,38 @@ import {
   stringSerializer,
 } from '@platformatic/kafka'
 import type { Message } from '@platformatic/kafka'
-import type { Project } from '../bridge/project/project.ts'
-import { resolveSettings } from '../bridge/project/settings.ts'
-import { lambdaContext } from '../bridge/invokers/run-handler.ts'
-import { startRuntime } from '../bridge/runtime.ts'
 import { parseKafkaUrl } from '../bridge/transports/kafka/url.ts'
-import { handler } from '../functions/joke/handler.ts'
-import type { ToolServiceSpec } from '../bridge/project/tool-services.ts'
-import { encodeResponse, finalResponse, ID_PROPERTY, resultText } from '../shared/protocol.ts'
-import { defaultQueues } from '../shared/queues.ts'
+import { ID_PROPERTY } from '../shared/protocol.ts'
 import {
   ARGUMENTS,
-  brokerRowStats,
-  describeMachine,
-  fmt,
-  fmtSigned,
-  inFlightEnv,
-  setupInvoker,
-  setupsEnv,
   type BridgeSetup,
-  loadAverage,
-  loadJokeTool,
   machineInfo,
-  measureBrokerRounds,
-  median,
-  numberEnv,
-  printTableByInFlight,
   ROOT,
   SERVICE_ID,
   TOOL_NAME,
-  throughputColumns,
-  writeBenchResults,
-  type BrokerRowStats,
   type Column,
-  type LiveSetup,
-  runBench,
   processCpuUsOf,
-  driveService,
 } from './support.ts'
+import {
+  type BrokerRow,
+  cpuColumns,
+  runBrokerBench,
+  type VersusBaseline,
+  versusBaseline,
+  versusBaselineColumns,
+} from './broker-bench.ts'
 
-const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
-const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)
-const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 3, 1))
-const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
-const BRIDGE_KINDS = setupsEnv('BENCH_SETUPS', 'in-process,worker-threads,worker-threads-shared')
 const BROKER = process.env.BENCH_BROKER || 'kafka://127.0.0.1:9092'
-const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/kafka.json')
 const TARGETS = { throughputRatio: 0.9, p50DeltaMs: 0.5 }
-const CALL_TIMEOUT_MS = 10_000
-const STARTUP_TIMEOUT_MS = 60_000
 
 type Setup = 'baseline' | BridgeSetup
-const SETUPS: Setup[] = ['baseline', ...BRIDGE_KINDS]
 const topicOf = (setup: Setup) => (setup === 'baseline' ? 'bench-echo' : `bench-joke-${setup}`)
 const kafkaNames = (setup: Setup) => ({
   request: `tg.request.${topicOf(setup)}`,
   response: `tg.response.${topicOf(setup)}`,
 })
+// A service id (so a consumer group) per setup: one group across two topics would make its members share one assignment.
+const serviceId = (setup: BridgeSetup) => `${SERVICE_ID}-${setup}`
 
 const connection = parseKafkaUrl(BROKER)
 const clientOptions = {
@@ -125,14 +100,14 @@ function brokerCpuUs(): number {
   }
 }
 
-async function resetTopics(): Promise<void> {
+async function resetTopics(setups: Setup[]): Promise<void> {
   const admin = new Admin(clientOptions)
   try {
     const existing = new Set(await admin.listTopics())
-    const doomed = SETUPS.flatMap((s) => Object.values(kafkaNames(s))).filter((t) => existing.has(t))
+    const doomed = setups.flatMap((s) => Object.values(kafkaNames(s))).filter((t) => existing.has(t))
     if (doomed.length > 0) await admin.deleteTopics({ topics: doomed })
     const groups = await admin.listGroups()
-    for (const group of ['bench-echo-request', ...BRIDGE_KINDS.map((k) => `${SERVICE_ID}-${k}-request`)])
+    for (const group of setups.map((s) => (s === 'baseline' ? 'bench-echo-request' : `${serviceId(s)}-request`)))
       if (groups.has(group)) await admin.deleteGroups({ groups: [group] }).catch(() => {})
     for (let i = 0; i < 100 && doomed.length > 0; i++) {
       const left = new Set(await admin.listTopics())
@@ -145,7 +120,7 @@ async function resetTopics(): Promise<void> {
 }
 
 /** The raw echo: consume, answer with fixed bytes, commit after the broker acknowledged the answer. */
-async function startEcho(responseBody: Buffer): Promise<{ close(): Promise<void> }> {
+async function startEchoService(responseBody: Buffer): Promise<() => Promise<void>> {
   const { request, response } = kafkaNames('baseline')
   const producer = new Producer<Buffer, Buffer, string, string>({
     ...clientOptions,
@@ -176,160 +151,59 @@ async function startEcho(responseBody: Buffer): Promise<{ close(): Promise<void>
       .then(() => message.commit())
       .catch((err: Error) => console.error(`echo: ${err.message}`))
   })
-  return {
-    async close() {
-      await consumer.close(true)
-      await producer.close()
-    },
+  return async () => {
+    await consumer.close(true)
+    await producer.close()
   }
 }
 
-async function startSetup(
-  setup: Setup,
-  inFlight: number,
-  ctx: { spec: ToolServiceSpec; project: Project; request: object; expected: string; responseBody: Buffer },
-): Promise<LiveSetup<Setup>> {
-  const q = defaultQueues(topicOf(setup))
-  let stopService: () => Promise<void>
-  if (setup === 'baseline') {
-    const echo = await startEcho(ctx.responseBody)
-    stopService = () => echo.close()
-  } else {
-    // A service id (so a consumer group) per setup: one group across two topics would make its members share one assignment.
-    const spec: ToolServiceSpec = {
-      ...ctx.spec,
-      id: `${SERVICE_ID}-${setup}`,
-      concurrency: inFlight,
-      invocationsPerWorker: setupInvoker(setup).invocationsPerWorker,
-      requestQueue: q.request,
-      responseQueue: q.response,
+interface Row extends BrokerRow<Setup>, VersusBaseline {}
+
+/** After the throughput columns every broker table opens with. */
+const COLUMNS: Column<Row>[] = [...versusBaselineColumns<Row>(TARGETS), ...cpuColumns<Row>('kafka us/req')]
+
+await runBrokerBench<Setup, VersusBaseline>({
+  name: 'kafka',
+  broker: BROKER,
+  callTimeoutMs: 10_000,
+  targets: TARGETS,
+  topicOf,
+  serviceId,
+  startEcho: (_setup, _inFlight, responseBody) => startEchoService(responseBody),
+  async prepare({ tool, settings, setups, loadBefore }) {
+    const version = (
+      JSON.parse(readFileSync(resolve(ROOT, 'node_modules/@platformatic/kafka/package.json'), 'utf8')) as {
+        version: string
+      }
+    ).version
+    const machine = machineInfo({ platformaticKafka: version })
+    await resetTopics(setups)
+    return {
+      machine,
+      address: BROKER,
+      brokerCpuUs,
+      header: [
+        `node ${machine.node}; @platformatic/kafka ${version}; broker ${BROKER}`,
+        `load average before: ${loadBefore.join(' / ')}`,
+        `service: ${SERVICE_ID} (${TOOL_NAME}, config ${JSON.stringify(tool.config)}, arguments ${JSON.stringify(ARGUMENTS)}), concurrency = in-flight`,
+        `cells: ${settings.warmupSeconds}s warm-up + ${settings.seconds}s, ${settings.rounds} rounds, in-flight ${settings.inFlight.join(', ')}, setups ${setups.join(', ')}`,
+      ],
+      settings: {},
     }
-    const runtime = await startRuntime(
-      { ...ctx.project, services: [spec] },
-      resolveSettings({ broker: BROKER, invoker: setupInvoker(setup).invoker, port: '', drainTimeout: '1' }, {}),
-    )
-    stopService = () => runtime.stop()
-  }
-  return {
-    setup,
-    ...(await driveService(
-      setup,
-      {
-        broker: BROKER,
-        requestQueue: q.request,
-        responseQueue: q.response,
-        request: ctx.request,
-        expected: ctx.expected,
-        startupInFlight: inFlight,
-        startupTimeoutMs: STARTUP_TIMEOUT_MS,
-        callTimeoutMs: CALL_TIMEOUT_MS,
-      },
-      stopService,
-    )),
-  }
-}
-
-interface Row extends BrokerRowStats {
-  setup: Setup
-  inFlight: number
-  throughputRatio: number
-  p50DeltaMs: number
-  throughputMet: boolean | null
-  p50Met: boolean | null
-}
-
-const verdict = (met: boolean | null) => (met === null ? '' : met ? 'yes' : 'NO')
-const COLUMNS: Column<Row>[] = [
-  ...throughputColumns<Row>(),
-  { title: 'x base', width: 6, cell: (r) => (r.setup === 'baseline' ? '1' : fmt(r.throughputRatio, 2)) },
-  { title: 'p50 +ms', width: 7, cell: (r) => (r.setup === 'baseline' ? '0' : fmtSigned(r.p50DeltaMs, 3)) },
-  { title: '>=0.9x', width: 6, cell: (r) => verdict(r.throughputMet) },
-  { title: '<=+0.5', width: 6, cell: (r) => verdict(r.p50Met) },
-  { title: 'node us/req', width: 11, cell: (r) => fmt(r.nodeCpuUsPerReq, 0) },
-  { title: 'client us/req', width: 13, cell: (r) => fmt(r.clientCpuUsPerReq, 0) },
-  { title: 'kafka us/req', width: 12, cell: (r) => fmt(r.brokerCpuUsPerReq, 0) },
-]
-
-async function main(): Promise<void> {
-  const loadBefore = loadAverage()
-  const { project, spec, tool, request, event } = loadJokeTool()
-  const expected = resultText(await handler(event, lambdaContext(spec.functionName, 'bench', spec.timeoutMs)))
-  const responseBody = Buffer.from(encodeResponse(finalResponse(expected)))
-  const version = (
-    JSON.parse(readFileSync(resolve(ROOT, 'node_modules/@platformatic/kafka/package.json'), 'utf8')) as {
-      version: string
-    }
-  ).version
-  const machine = machineInfo({ platformaticKafka: version })
-  console.log(describeMachine(machine))
-  console.log(`node ${machine.node}; @platformatic/kafka ${version}; broker ${BROKER}`)
-  console.log(`load average before: ${loadBefore.join(' / ')}`)
-  console.log(
-    `service: ${SERVICE_ID} (${TOOL_NAME}, config ${JSON.stringify(tool.config)}, arguments ${JSON.stringify(ARGUMENTS)}), concurrency = in-flight`,
-  )
-  console.log(
-    `cells: ${WARMUP_SECONDS}s warm-up + ${SECONDS}s, ${ROUNDS} rounds, in-flight ${IN_FLIGHT.join(', ')}, setups ${SETUPS.join(', ')}\n`,
-  )
-  await resetTopics()
-
-  const cells = await measureBrokerRounds({
-    setups: SETUPS,
-    inFlight: IN_FLIGHT,
-    rounds: ROUNDS,
-    seconds: SECONDS,
-    warmupSeconds: WARMUP_SECONDS,
-    brokerCpuUs,
-    start: (setup, inFlight) => startSetup(setup, inFlight, { spec, project, request, expected, responseBody }),
-  })
-  await resetTopics()
-
-  const rows: Row[] = []
-  for (const inFlight of IN_FLIGHT) {
-    const base = cells.filter((c) => c.inFlight === inFlight && c.setup === 'baseline')
-    const baseReq = median(base.map((c) => c.reqPerSec))
-    const baseP50 = median(base.map((c) => c.p50Ms))
-    for (const setup of SETUPS) {
-      const mine = cells.filter((c) => c.inFlight === inFlight && c.setup === setup)
-      const stats = brokerRowStats(mine)
-      const { reqPerSec, p50Ms } = stats
-      const isBase = setup === 'baseline'
-      rows.push({
-        setup,
-        inFlight,
-        ...stats,
-        throughputRatio: reqPerSec / baseReq,
-        p50DeltaMs: p50Ms - baseP50,
-        throughputMet: isBase ? null : reqPerSec / baseReq >= TARGETS.throughputRatio,
-        p50Met: isBase ? null : p50Ms - baseP50 <= TARGETS.p50DeltaMs,
-      })
-    }
-  }
-  console.log('\nmedian over rounds; "x base" = req/s over the raw echo\'s; "p50 +ms" = p50 minus the raw echo\'s;')
-  console.log(
-    '"node us/req" = CPU of this process (client + service) per request; "kafka us/req" = CPU of the broker JVM per request\n',
-  )
-  printTableByInFlight(COLUMNS, rows)
-  const missed = rows.filter((r) => r.throughputMet === false || r.p50Met === false)
-  console.log(
-    missed.length === 0
-      ? '\ntargets: every bridge row meets both'
-      : `\ntargets missed: ${missed.map((r) => `${r.setup}@${r.inFlight}`).join(', ')}`,
-  )
-  writeBenchResults(OUT, 'kafka', machine, loadBefore, {
-    settings: {
-      broker: BROKER,
-      service: SERVICE_ID,
-      tool: TOOL_NAME,
-      inFlight: IN_FLIGHT,
-      rounds: ROUNDS,
-      seconds: SECONDS,
-      warmupSeconds: WARMUP_SECONDS,
-      targets: TARGETS,
-      responseBytes: responseBody.byteLength,
-    },
-    rows,
-    cells,
-  })
-}
-
-await runBench(main)
+  },
+  cleanUp: ({ setups }) => resetTopics(setups),
+  row: (row, baseline) => versusBaseline(row, baseline, TARGETS),
+  columns: COLUMNS,
+  legend: [
+    'median over rounds; "x base" = req/s over the raw echo\'s; "p50 +ms" = p50 minus the raw echo\'s;',
+    '"node us/req" = CPU of this process (client + service) per request; "kafka us/req" = CPU of the broker JVM per request',
+  ],
+  summary(rows) {
+    const missed = rows.filter((r) => r.throughputMet === false || r.p50Met === false)
+    return [
+      missed.length === 0
+        ? 'targets: every bridge row meets both'
+        : `targets missed: ${missed.map((r) => `${r.setup}@${r.inFlight}`).join(', ')}`,
+    ]
+  },
+})

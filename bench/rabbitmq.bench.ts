@@ -64,68 +64,44 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { connect as amqpConnect } from 'amqplib'
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib'
-import type { Project } from '../bridge/project/project.ts'
-import { INVOKERS, resolveSettings } from '../bridge/project/settings.ts'
-import { lambdaContext } from '../bridge/invokers/run-handler.ts'
+import { INVOKERS } from '../bridge/project/settings.ts'
 import type { Logger } from '../bridge/support/logger.ts'
-import { startRuntime, type Runtime } from '../bridge/runtime.ts'
 import { RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transport.ts'
-import type { ToolServiceSpec } from '../bridge/project/tool-services.ts'
-import { handler } from '../functions/joke/handler.ts'
-import { encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } from '../shared/protocol.ts'
+import { ID_PROPERTY, UNKNOWN_ID } from '../shared/protocol.ts'
 import { defaultQueues, parseQueueName, rabbitExchange, rabbitQueue } from '../shared/queues.ts'
 import {
   type BridgeSetup,
   SHARED_SETUP,
-  setupInvoker,
-  setupsEnv,
   ARGUMENTS,
-  brokerRowStats,
-  describeMachine,
   fmt,
-  fmtSigned,
-  inFlightEnv,
-  loadAverage,
-  loadJokeTool,
   machineInfo,
-  measureBrokerRounds,
-  median,
-  numberEnv,
-  printTableByInFlight,
   ROOT,
   SERVICE_ID,
   TOOL_NAME,
-  throughputColumns,
-  writeBenchResults,
-  type BrokerRowStats,
   type Column,
-  type LiveSetup,
-  type Probe,
-  runBench,
-  processCpuUsOf,
-  driveService,
 } from './support.ts'
+import {
+  type BrokerRow,
+  cpuColumns,
+  cpuUsOfPid,
+  failedCalls,
+  runBrokerBench,
+  type VersusBaseline,
+  versusBaseline,
+  versusBaselineColumns,
+} from './broker-bench.ts'
 
 // ---------------------------------------------------------------- settings
 
 const BASELINE_TOPIC = 'bench-echo'
 const BASELINE_SUBSCRIPTION = 'bench-echo-request'
 const bridgeTopic = (kind: BridgeSetup) => `bench-joke-${kind}`
-const CALL_TIMEOUT_MS = 5_000
-const STARTUP_TIMEOUT_MS = 60_000
-
-const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
-const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)
-const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 3, 1))
-const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
-const BRIDGE_KINDS = setupsEnv('BENCH_SETUPS', `in-process,worker-threads,${SHARED_SETUP}`)
 const BROKER = process.env.BENCH_BROKER || process.env.TOOLBRIDGE_BROKER || 'amqp://guest:guest@127.0.0.1:5672/'
-const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/rabbitmq.json')
 
 const TARGETS = { throughputRatio: 0.9, p50DeltaMs: 0.3 }
 
 type Setup = 'baseline' | BridgeSetup
-const SETUPS: Setup[] = ['baseline', ...BRIDGE_KINDS]
+const topicOf = (setup: Setup) => (setup === 'baseline' ? BASELINE_TOPIC : bridgeTopic(setup))
 
 // ---------------------------------------------------------------- disturbances
 
@@ -185,30 +161,16 @@ function findBrokerPid(): number | undefined {
 
 let brokerPid: number | undefined
 
-/** CPU microseconds the broker has used so far, or NaN. */
-const brokerCpuUs: Probe = () => {
-  if (brokerPid === undefined) return Number.NaN
-  try {
-    return processCpuUsOf(brokerPid)
-  } catch {
-    return Number.NaN
-  }
-}
-
 // ---------------------------------------------------------------- the baseline service
 
 const EXCHANGE_OPTIONS = { durable: true, autoDelete: false, internal: false }
-
-interface EchoService {
-  close(): Promise<void>
-}
 
 /**
  * The least a service can do and still give the bridge's guarantees: consume
  * with prefetch, publish the fixed answer through a confirm channel with the
  * request's id, ack once the broker confirmed it.
  */
-async function startEchoService(prefetch: number, responseBody: Buffer): Promise<EchoService> {
+async function startEchoService(prefetch: number, responseBody: Buffer): Promise<() => Promise<void>> {
   const queues = defaultQueues(BASELINE_TOPIC)
   const requestName = parseQueueName(queues.request)
   const requestExchange = rabbitExchange(requestName)
@@ -256,13 +218,11 @@ async function startEchoService(prefetch: number, responseBody: Buffer): Promise
     },
     { noAck: false },
   )
-  return {
-    async close() {
-      closing = true
-      await consumer.cancel(consumerTag).catch(() => {})
-      await publisher.waitForConfirms().catch(() => {})
-      await model.close().catch(() => {})
-    },
+  return async () => {
+    closing = true
+    await consumer.cancel(consumerTag).catch(() => {})
+    await publisher.waitForConfirms().catch(() => {})
+    await model.close().catch(() => {})
   }
 }
 
@@ -292,89 +252,20 @@ async function deleteBenchTopology(): Promise<void> {
   }
 }
 
-// ---------------------------------------------------------------- one in-flight level
-
-async function startSetup(
-  setup: Setup,
-  inFlight: number,
-  ctx: { spec: ToolServiceSpec; project: Project; request: object; expected: string; responseBody: Buffer },
-): Promise<LiveSetup<Setup>> {
-  let stopService: () => Promise<void>
-  let queues: { requestQueue: string; responseQueue: string }
-  if (setup === 'baseline') {
-    const service = await startEchoService(inFlight, ctx.responseBody)
-    stopService = () => service.close()
-    const q = defaultQueues(BASELINE_TOPIC)
-    queues = { requestQueue: q.request, responseQueue: q.response }
-  } else {
-    const q = defaultQueues(bridgeTopic(setup))
-    const { invoker, invocationsPerWorker } = setupInvoker(setup)
-    const spec: ToolServiceSpec = {
-      ...ctx.spec,
-      concurrency: inFlight,
-      invocationsPerWorker,
-      requestQueue: q.request,
-      responseQueue: q.response,
-    }
-    // HTTP gateway off (port ''), nothing from TOOLBRIDGE_* in the environment; a short drain for stop().
-    const runtime: Runtime = await startRuntime(
-      { ...ctx.project, services: [spec] },
-      resolveSettings({ broker: BROKER, invoker, port: '', drainTimeout: '1' }, {}),
-      { logger: benchLogger },
-    )
-    stopService = () => runtime.stop()
-    queues = { requestQueue: q.request, responseQueue: q.response }
-  }
-  return {
-    setup,
-    ...(await driveService(
-      setup,
-      {
-        broker: BROKER,
-        ...queues,
-        request: ctx.request,
-        expected: ctx.expected,
-        startupInFlight: inFlight,
-        // Starting up may be slow (up to 64 worker threads on a busy machine): a longer timeout then.
-        startupTimeoutMs: STARTUP_TIMEOUT_MS,
-        callTimeoutMs: CALL_TIMEOUT_MS,
-      },
-      stopService,
-    )),
-  }
-}
-
 // ---------------------------------------------------------------- report
 
-interface Row extends BrokerRowStats {
-  setup: Setup
-  inFlight: number
+interface Row extends BrokerRow<Setup>, VersusBaseline {
   concurrency: number
-  /** Median req/s over median baseline req/s. */
-  throughputRatio: number
-  /** Median p50 minus median baseline p50. */
-  p50DeltaMs: number
   /** Per round: this cell's req/s over the same round's baseline cell. */
   roundRatios: number[]
-  throughputMet: boolean | null
-  p50Met: boolean | null
 }
 
-const verdict = (met: boolean | null) => (met === null ? '' : met ? 'yes' : 'NO')
-
-const isBaseline = (row: Row) => row.setup === 'baseline'
-
+/** After the throughput columns every broker table opens with. */
 const COLUMNS: Column<Row>[] = [
-  ...throughputColumns<Row>(),
-  { title: 'x base', width: 6, cell: (r) => (isBaseline(r) ? '1' : fmt(r.throughputRatio, 2)) },
-  { title: 'per round', width: 14, cell: (r) => r.roundRatios.map((x) => fmt(x, 2)).join('/') },
-  { title: 'p50 +ms', width: 7, cell: (r) => (isBaseline(r) ? '0' : fmtSigned(r.p50DeltaMs, 3)) },
-  { title: '>=0.9x', width: 6, cell: (r) => verdict(r.throughputMet) },
-  { title: '<=+0.3', width: 6, cell: (r) => verdict(r.p50Met) },
-  { title: 'node us/req', width: 11, cell: (r) => fmt(r.nodeCpuUsPerReq, 0) },
-  { title: 'node cores', width: 10, cell: (r) => fmt(r.nodeCpuCores, 2) },
-  { title: 'client us/req', width: 13, cell: (r) => fmt(r.clientCpuUsPerReq, 0) },
-  { title: 'mq us/req', width: 9, cell: (r) => fmt(r.brokerCpuUsPerReq, 0) },
+  ...versusBaselineColumns<Row>(TARGETS, [
+    { title: 'per round', width: 14, cell: (r) => r.roundRatios.map((x) => fmt(x, 2)).join('/') },
+  ]),
+  ...cpuColumns<Row>('mq us/req', true),
 ]
 
 /** The installed amqplib's version, or the range package.json asks for. */
@@ -408,148 +299,85 @@ function rabbitVersion(model: ChannelModel | undefined): { version: string; sour
 
 // ---------------------------------------------------------------- main
 
-async function main(): Promise<void> {
-  const loadBefore = loadAverage()
-
-  const { project, spec, tool, request, event } = loadJokeTool()
-  // What the bridge answers for this request; the baseline sends exactly these bytes.
-  const expected = resultText(await handler(event, lambdaContext(spec.functionName, 'bench', spec.timeoutMs)))
-  const responseBody = Buffer.from(encodeResponse(finalResponse(expected)))
-
-  await deleteBenchTopology() // leftovers of an interrupted run
-  brokerPid = findBrokerPid()
-  const probe = await amqpConnect(BROKER, { noDelay: true })
-  const rabbit = rabbitVersion(probe)
-  await probe.close()
-
-  const machine = {
-    ...machineInfo({ amqplib: amqplibVersion() }),
-    rabbitmq: rabbit.version,
-    rabbitmqVersionFrom: rabbit.source,
-  }
-  console.log(describeMachine(machine))
-  console.log(
-    `node ${machine.node}, ${machine.platform}; RabbitMQ ${machine.rabbitmq} (${machine.rabbitmqVersionFrom}); amqplib ${machine.amqplib}`,
-  )
-  console.log(`broker: ${new RabbitTransport(BROKER).address}`)
-  console.log(
-    `load average before: ${loadBefore.join(' / ')} (1 / 5 / 15 min); with other work on the machine, numbers are unreliable`,
-  )
-  console.log(
-    `service: ${SERVICE_ID} (tool ${TOOL_NAME}, config ${JSON.stringify(tool.config)}, arguments ${JSON.stringify(ARGUMENTS)}), ` +
-      `concurrency = in-flight (serverless.yml says ${spec.concurrency})`,
-  )
-  console.log(
-    `baseline: hand-written amqplib service on request:tg:${BASELINE_TOPIC}, fixed ${responseBody.byteLength}-byte answer, confirm then ack`,
-  )
-  console.log(
-    `cells: ${WARMUP_SECONDS}s warm-up + ${SECONDS}s measured, closed loop; in-flight ${IN_FLIGHT.join(', ')}; ` +
-      `${ROUNDS} round(s) per level, order rotated; setups ${SETUPS.join(', ')}`,
-  )
-  console.log('')
-
-  const cells = await measureBrokerRounds({
-    setups: SETUPS,
-    inFlight: IN_FLIGHT,
-    rounds: ROUNDS,
-    seconds: SECONDS,
-    warmupSeconds: WARMUP_SECONDS,
-    brokerCpuUs,
-    start: (setup, inFlight) => startSetup(setup, inFlight, { spec, project, request, expected, responseBody }),
-    disturbed: () => disturbance,
-  })
-  await deleteBenchTopology()
-
-  const rows: Row[] = []
-  for (const inFlight of IN_FLIGHT) {
-    const baseCells = cells.filter((c) => c.inFlight === inFlight && c.setup === 'baseline')
-    const baseReq = median(baseCells.map((c) => c.reqPerSec))
-    const baseP50 = median(baseCells.map((c) => c.p50Ms))
-    for (const setup of SETUPS) {
-      const mine = cells.filter((c) => c.inFlight === inFlight && c.setup === setup)
-      const stats = brokerRowStats(mine)
-      const base = setup === 'baseline'
-      const throughputRatio = stats.reqPerSec / baseReq
-      const p50DeltaMs = stats.p50Ms - baseP50
-      rows.push({
-        setup,
-        inFlight,
-        concurrency: inFlight,
-        ...stats,
-        throughputRatio,
-        p50DeltaMs,
-        roundRatios: mine.map(
-          (c) => c.reqPerSec / (baseCells.find((b) => b.round === c.round)?.reqPerSec ?? Number.NaN),
-        ),
-        throughputMet: base ? null : throughputRatio >= TARGETS.throughputRatio,
-        p50Met: base ? null : p50DeltaMs <= TARGETS.p50DeltaMs,
-      })
+await runBrokerBench<Setup, Omit<Row, keyof BrokerRow<Setup>>>({
+  name: 'rabbitmq',
+  broker: BROKER,
+  callTimeoutMs: 5_000,
+  targets: TARGETS,
+  topicOf,
+  logger: benchLogger,
+  startEcho: (_setup, inFlight, responseBody) => startEchoService(inFlight, responseBody),
+  async prepare({ spec, tool, responseBody, setups, settings, loadBefore }) {
+    await deleteBenchTopology() // leftovers of an interrupted run
+    brokerPid = findBrokerPid()
+    const probe = await amqpConnect(BROKER, { noDelay: true })
+    const rabbit = rabbitVersion(probe)
+    await probe.close()
+    const machine = {
+      ...machineInfo({ amqplib: amqplibVersion() }),
+      rabbitmq: rabbit.version,
+      rabbitmqVersionFrom: rabbit.source,
     }
-  }
-
-  console.log('')
-  console.log(
-    'median over rounds; "x base" = req/s over baseline req/s, "per round" = the same against the same round\'s baseline;',
-  )
-  console.log(
-    `"p50 +ms" = p50 minus baseline p50; targets: throughput >= ${TARGETS.throughputRatio} x baseline, p50 <= baseline + ${TARGETS.p50DeltaMs} ms`,
-  )
-  console.log(
-    '"node us/req" = CPU of this process (client + service or bridge + workers) per request, "node cores" = its CPU use;',
-  )
-  console.log('"mq us/req" = CPU of the RabbitMQ node per request (less sensitive to other load than req/s)')
-  console.log('')
-  printTableByInFlight(COLUMNS, rows)
-
-  const bridgeRows = rows.filter((r) => r.setup !== 'baseline')
-  const missed = bridgeRows.filter((r) => r.throughputMet === false || r.p50Met === false)
-  console.log('')
-  console.log(
-    missed.length === 0
-      ? `targets: all ${bridgeRows.length} bridge rows meet both`
-      : `targets: ${missed.length} of ${bridgeRows.length} bridge rows miss: ` +
-          missed
-            .map((r) => `${r.setup}@${r.inFlight}${r.throughputMet ? '' : ' (throughput)'}${r.p50Met ? '' : ' (p50)'}`)
-            .join(', '),
-  )
-  const errors = rows.reduce((n, r) => n + r.errors, 0)
-  if (errors > 0) console.log(`WARNING: ${errors} call(s) failed during measurement`)
-  writeBenchResults(
-    OUT,
-    'rabbitmq',
-    machine,
-    loadBefore,
-    {
+    const address = new RabbitTransport(BROKER).address
+    return {
+      machine,
+      address,
+      brokerCpuUs: cpuUsOfPid(() => brokerPid),
+      header: [
+        `node ${machine.node}, ${machine.platform}; RabbitMQ ${machine.rabbitmq} (${machine.rabbitmqVersionFrom}); amqplib ${machine.amqplib}`,
+        `broker: ${address}`,
+        `load average before: ${loadBefore.join(' / ')} (1 / 5 / 15 min); with other work on the machine, numbers are unreliable`,
+        `service: ${SERVICE_ID} (tool ${TOOL_NAME}, config ${JSON.stringify(tool.config)}, arguments ${JSON.stringify(ARGUMENTS)}), ` +
+          `concurrency = in-flight (serverless.yml says ${spec.concurrency})`,
+        `baseline: hand-written amqplib service on request:tg:${BASELINE_TOPIC}, fixed ${responseBody.byteLength}-byte answer, confirm then ack`,
+        `cells: ${settings.warmupSeconds}s warm-up + ${settings.seconds}s measured, closed loop; in-flight ${settings.inFlight.join(', ')}; ` +
+          `${settings.rounds} round(s) per level, order rotated; setups ${setups.join(', ')}`,
+      ],
       settings: {
-        broker: new RabbitTransport(BROKER).address,
-        service: SERVICE_ID,
-        tool: TOOL_NAME,
         config: tool.config,
         arguments: ARGUMENTS,
         configuredConcurrency: spec.concurrency,
         concurrency: 'equal to in-flight (prefetch; worker pool size for worker-threads)',
-        queues: Object.fromEntries(
-          SETUPS.map((s) => [s, defaultQueues(s === 'baseline' ? BASELINE_TOPIC : bridgeTopic(s))]),
-        ),
-        responseBytes: responseBody.byteLength,
-        inFlight: IN_FLIGHT,
-        rounds: ROUNDS,
-        warmupSeconds: WARMUP_SECONDS,
-        seconds: SECONDS,
+        queues: Object.fromEntries(setups.map((s) => [s, defaultQueues(topicOf(s))])),
         loadGenerator:
           'closed loop: each of in-flight callers sends its next request when the previous settles; RequestClient on its own RabbitTransport per setup, in a process of its own',
         baseline:
           'hand-written amqplib service, noDelay, fanout exchange + named queue, prefetch = in-flight, fixed response published on the response fanout exchange via a confirm channel, ack after confirm',
         aggregation: 'median over rounds; rounds rotate the order of setups',
-        targets: TARGETS,
       },
-      rows,
-      cells,
-    },
-    ' (this bench alone keeps about 2 cores busy: node + RabbitMQ)',
-  )
-}
-
-await runBench(main, () => {
-  if (disturbance !== undefined) console.error('no results written: rerun when nothing else uses the broker')
+    }
+  },
+  cleanUp: deleteBenchTopology,
+  disturbed: () => disturbance,
+  row: (row, baseline, mine) => ({
+    concurrency: row.inFlight,
+    ...versusBaseline(row, baseline, TARGETS),
+    roundRatios: mine.map(
+      (c) => c.reqPerSec / (baseline.cells.find((b) => b.round === c.round)?.reqPerSec ?? Number.NaN),
+    ),
+  }),
+  columns: COLUMNS,
+  legend: [
+    'median over rounds; "x base" = req/s over baseline req/s, "per round" = the same against the same round\'s baseline;',
+    `"p50 +ms" = p50 minus baseline p50; targets: throughput >= ${TARGETS.throughputRatio} x baseline, p50 <= baseline + ${TARGETS.p50DeltaMs} ms`,
+    '"node us/req" = CPU of this process (client + service or bridge + workers) per request, "node cores" = its CPU use;',
+    '"mq us/req" = CPU of the RabbitMQ node per request (less sensitive to other load than req/s)',
+  ],
+  summary(rows) {
+    const bridgeRows = rows.filter((r) => r.setup !== 'baseline')
+    const missed = bridgeRows.filter((r) => r.throughputMet === false || r.p50Met === false)
+    return [
+      missed.length === 0
+        ? `targets: all ${bridgeRows.length} bridge rows meet both`
+        : `targets: ${missed.length} of ${bridgeRows.length} bridge rows miss: ` +
+          missed
+            .map((r) => `${r.setup}@${r.inFlight}${r.throughputMet ? '' : ' (throughput)'}${r.p50Met ? '' : ' (p50)'}`)
+            .join(', '),
+      ...failedCalls(rows),
+    ]
+  },
+  loadNote: ' (this bench alone keeps about 2 cores busy: node + RabbitMQ)',
+  onFailure() {
+    if (disturbance !== undefined) console.error('no results written: rerun when nothing else uses the broker')
+  },
 })

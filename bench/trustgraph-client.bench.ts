@@ -49,7 +49,7 @@ import { PulsarTransport } from '../bridge/transports/pulsar/pulsar-transport.ts
 import { RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transport.ts'
 import type { Transport } from '../bridge/transports/transport.ts'
 import { handler } from '../functions/joke/handler.ts'
-import { encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } from '../shared/protocol.ts'
+import { encodeResponse, finalResponse, resultText } from '../shared/protocol.ts'
 import { defaultQueues } from '../shared/queues.ts'
 import { TRUSTGRAPH_INSTALL, TRUSTGRAPH_VENV, trustgraphInstalled } from '../test/support/trustgraph.ts'
 import {
@@ -73,6 +73,7 @@ import {
   type ThroughputRow,
   runBench,
 } from './support.ts'
+import { startTransportEcho } from './broker-bench.ts'
 
 const BROKERS = listEnv('BENCH_BROKERS', 'rabbitmq,pulsar') as Broker[]
 const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16')
@@ -112,25 +113,6 @@ function newTransport(broker: Broker): Transport {
   return broker === 'rabbitmq'
     ? new RabbitTransport(URLS.rabbitmq, { logger: benchLogger })
     : new PulsarTransport(URLS.pulsar, { logger: benchLogger })
-}
-
-/** Answers every request with `responseBody` under its id; acks once the broker has the answer. */
-async function startEchoService(
-  broker: Broker,
-  inFlight: number,
-  responseBody: Uint8Array,
-): Promise<() => Promise<void>> {
-  const queues = defaultQueues(topicOf('baseline'))
-  const transport = newTransport(broker)
-  await transport.connect()
-  await transport.consume(queues.request, { subscription: 'bench-echo-request', concurrency: inFlight }, (delivery) => {
-    const id = delivery.properties[ID_PROPERTY] ?? UNKNOWN_ID
-    transport.publish(queues.response, responseBody, { [ID_PROPERTY]: id }).then(
-      () => delivery.ack(),
-      () => delivery.nack(),
-    )
-  })
-  return () => transport.close()
 }
 
 async function startBridge(broker: Broker, inFlight: number, project: Project, base: ToolServiceSpec) {
@@ -234,7 +216,7 @@ async function main(): Promise<void> {
     for (const inFlight of IN_FLIGHT) {
       const stops: (() => Promise<void>)[] = []
       try {
-        stops.push(await startEchoService(broker, inFlight, responseBody))
+        stops.push(await startTransportEcho(newTransport(broker), topicOf('baseline'), inFlight, responseBody))
         stops.push(await startBridge(broker, inFlight, project, spec))
         for (let round = 0; round < ROUNDS; round++) {
           const order = round % 2 === 0 ? SETUPS : [...SETUPS].reverse()
