@@ -42,8 +42,7 @@ import {
   loadJokeTool,
   median,
   numberEnv,
-  printHeader,
-  printRow,
+  printTableByInFlight,
   processCpuUs,
   processCpuUsOf,
   ROOT,
@@ -198,17 +197,6 @@ function brokerRowStats(cells: BrokerCellStats[]): BrokerRowStats {
     nodeCpuCores: medianOf((c) => c.nodeCpuCores),
     brokerCpuUsPerReq: medianOf((c) => c.brokerCpuUsPerReq),
     errors: cells.reduce((n, c) => n + c.errors, 0),
-  }
-}
-
-/** The header and rows, a blank line between in-flight levels. */
-function printTableByInFlight<R extends { inFlight: number }>(columns: Column<R>[], rows: R[]): void {
-  printHeader(columns)
-  let last: number | undefined
-  for (const row of rows) {
-    if (last !== undefined && row.inFlight !== last) console.log('')
-    last = row.inFlight
-    printRow(columns, row)
   }
 }
 

@@ -305,6 +305,17 @@ export function printRow<R>(columns: Column<R>[], row: R): void {
   )
 }
 
+/** The header and rows, a blank line between in-flight levels. */
+export function printTableByInFlight<R extends { inFlight: number }>(columns: Column<R>[], rows: R[]): void {
+  printHeader(columns)
+  let last: number | undefined
+  for (const row of rows) {
+    if (last !== undefined && row.inFlight !== last) console.log('')
+    last = row.inFlight
+    printRow(columns, row)
+  }
+}
+
 // ---------------------------------------------------------------- machine and results
 
 export interface Machine {
