@@ -53,6 +53,7 @@ import {
   setupInvoker,
   TOOL_NAME,
   throughputColumns,
+  type RoundsStats,
   writeBenchResults,
 } from './support.ts'
 
@@ -164,15 +165,7 @@ async function stopWithin<S extends string>(live: LiveSetup<S>, ms: number): Pro
 }
 
 /** A row's numbers over a setup's cells at one in-flight level: medians over the rounds, the range of req/s, errors summed. */
-export interface BrokerRowStats {
-  rounds: number
-  reqPerSec: number
-  reqPerSecMin: number
-  reqPerSecMax: number
-  p50Ms: number
-  p90Ms: number
-  p99Ms: number
-  meanMs: number
+export interface BrokerRowStats extends RoundsStats {
   nodeCpuUsPerReq: number
   clientCpuUsPerReq: number
   nodeCpuCores: number

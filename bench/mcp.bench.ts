@@ -96,6 +96,8 @@ import {
   SERVICE_ID,
   TOOL_NAME,
   throughputColumns,
+  type LoopStats,
+  type RoundsStats,
   writeBenchResults,
 } from './support.ts'
 
@@ -356,22 +358,13 @@ function routes(): Route[] {
   return list
 }
 
-interface Cell {
+interface Cell extends Omit<LoopStats, 'p999Ms'> {
   setup: string
   group: Group
   inFlight: number
   round: number
   /** Position in the round, 0 first. */
   position: number
-  requests: number
-  errors: number
-  seconds: number
-  reqPerSec: number
-  meanMs: number
-  p50Ms: number
-  p90Ms: number
-  p99Ms: number
-  maxMs: number
   /** The server process's CPU (all threads) per answered call. */
   serverCpuUsPerCall: number
   /** Its CPU use over the cell, in cores. */
@@ -418,18 +411,10 @@ async function measureCell(
 
 // ---------------------------------------------------------------- report
 
-interface Row {
+interface Row extends RoundsStats {
   setup: string
   group: Group
   inFlight: number
-  rounds: number
-  reqPerSec: number
-  reqPerSecMin: number
-  reqPerSecMax: number
-  p50Ms: number
-  p90Ms: number
-  p99Ms: number
-  meanMs: number
   serverCpuUsPerCall: number
   serverCpuCores: number
   clientCpuUsPerCall: number

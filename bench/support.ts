@@ -158,6 +158,18 @@ export const threadCpuUs: Probe = () => {
   return user + system
 }
 
+/** A setup's closed loops over the rounds at one in-flight level: medians, and the range of req/s. */
+export interface RoundsStats {
+  rounds: number
+  reqPerSec: number
+  reqPerSecMin: number
+  reqPerSecMax: number
+  p50Ms: number
+  p90Ms: number
+  p99Ms: number
+  meanMs: number
+}
+
 /** What a closed loop measured; latencies in ms over the answered requests. */
 export interface LoopStats {
   /** Calls answered. */
