@@ -3,10 +3,10 @@
  * request's client declared it, who the caller is, and `tasks/get`,
  * `tasks/cancel` and `tasks/update`.
  *
- * A client declares the extension in each request's capabilities (2026-07-28:
- * the `_meta` envelope) or, in a 2025-era session, in those it gave at
- * `initialize`. The task methods refuse a client that did not (-32021), and
- * answer an id that is unknown, expired or another caller's alike (-32602).
+ * A client declares the extension in each request's capabilities (the
+ * 2026-07-28 `_meta` envelope); what it declared before does not count. The
+ * task methods refuse a client that did not (-32021), and answer an id that
+ * is unknown, expired or another caller's alike (-32602).
  */
 import { createHash } from 'node:crypto'
 import {
@@ -26,21 +26,21 @@ const CLIENT_INFO = 'io.modelcontextprotocol/clientInfo'
 /** The request's 2026-07-28 envelope (the SDK types it as an empty object). */
 const envelopeOf = (ctx: ServerContext): Record<string, unknown> => ctx.mcpReq.envelope ?? {}
 
-/** Whether the client of this request declared the Tasks extension. */
-export function declaresTasks(server: Server, ctx: ServerContext): boolean {
-  const declared = envelopeOf(ctx)[CLIENT_CAPABILITIES] ?? server.getClientCapabilities()
+/** Whether this request's client declared the Tasks extension; only the request's own capabilities count. */
+export function declaresTasks(ctx: ServerContext): boolean {
+  const declared = envelopeOf(ctx)[CLIENT_CAPABILITIES]
   return isRecord(declared) && isRecord(declared.extensions) && isRecord(declared.extensions[TASKS_EXTENSION])
 }
 
 /**
  * Who is asking, as tasks are keyed: the access token's issuer and subject
  * (a JWT the gateway has already verified) or a digest of the token, and
- * the client: its 2025-era session, else the name it gives in 2026-07-28.
+ * the client's name in its request's `clientInfo`.
  */
 export function callerOf(ctx: ServerContext): string {
   const authorization = ctx.http?.req?.headers.get('authorization') ?? ''
   const clientInfo = envelopeOf(ctx)[CLIENT_INFO]
-  const client = ctx.sessionId ?? (isRecord(clientInfo) ? String(clientInfo.name) : '')
+  const client = isRecord(clientInfo) ? String(clientInfo.name) : ''
   return JSON.stringify([subjectOf(authorization), client])
 }
 
@@ -74,7 +74,7 @@ const notFound = () => new ProtocolError(ProtocolErrorCode.InvalidParams, 'Task 
 
 export function registerTaskMethods(server: Server, store: TaskStore): void {
   const asker = (ctx: ServerContext): string => {
-    if (!declaresTasks(server, ctx))
+    if (!declaresTasks(ctx))
       throw new MissingRequiredClientCapabilityError(
         { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
         'Missing required client capability',

@@ -195,13 +195,14 @@ export function createMcpServer(caller: ToolCaller, tools: McpToolSet, options: 
     }
     // The SDK aborts the request's signal on notifications/cancelled, and when the HTTP client goes away.
     const tasks = options.tasks
-    if (tasks === undefined || !declaresTasks(server, ctx)) return run(ctx.mcpReq.signal)
+    if (tasks === undefined || !declaresTasks(ctx)) return run(ctx.mcpReq.signal)
     // A call that may become a task has a signal of its own: the request's until then, tasks/cancel's after.
     const controller = new AbortController()
     const follow = () => controller.abort(ctx.mcpReq.signal.reason)
     ctx.mcpReq.signal.addEventListener('abort', follow, { once: true })
     const work = run(controller.signal)
-    if (!served.tool.longRunning && !(await stillRunningAfter(work, tasks.afterMs))) return work
+    const atOnce = served.tool.longRunning || tasks.afterMs === 0
+    if (!atOnce && !(await stillRunningAfter(work, tasks.afterMs))) return work
     const task = tasks.store.create(callerOf(ctx), controller, outcomeOf(work))
     // A full store: the call goes on as an ordinary one.
     if (task === undefined) return work
