@@ -312,6 +312,13 @@ export const toolServiceSchema = {
               },
             },
           },
+          longRunning: {
+            type: 'boolean',
+            default: false,
+            description:
+              'A call of an MCP client that declares the Tasks extension becomes a task at once, answered by tasks/get, instead of after --mcp-task-after.',
+            examples: [true],
+          },
           output: {
             type: 'object',
             description:

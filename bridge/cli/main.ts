@@ -16,6 +16,10 @@ import {
   DEFAULT_ANSWERED_MEMORY_TTL_SECONDS,
   DEFAULT_ANSWERED_STORE_LEASE_SECONDS,
   DEFAULT_GATEWAY_MAX_IN_FLIGHT,
+  DEFAULT_MCP_MAX_TASKS,
+  DEFAULT_MCP_TASK_AFTER_SECONDS,
+  DEFAULT_MCP_TASK_TTL_SECONDS,
+  MAX_MCP_TASK_TTL_SECONDS,
   DEFAULT_MAX_AGE_SECONDS,
   DEFAULT_MAX_IN_FLIGHT,
   DEFAULT_REGISTER_TIMEOUT_SECONDS,
@@ -140,6 +144,18 @@ addInvokerOptions(addBrokerOptions(program.command('start').description('serve e
   .option(
     '--mcp-heartbeat <seconds>',
     'an MCP call with a progress token, or an SSE stream, quiet this long gets a progress notification or keep-alive comment (env TOOLBRIDGE_MCP_HEARTBEAT; default 15)',
+  )
+  .option(
+    '--mcp-task-after <seconds>',
+    `an MCP call of a client that declares the Tasks extension, still running this long, becomes a task; 0: at once (env TOOLBRIDGE_MCP_TASK_AFTER; default ${DEFAULT_MCP_TASK_AFTER_SECONDS})`,
+  )
+  .option(
+    '--mcp-task-ttl <seconds>',
+    `how long a finished MCP task's result is kept for tasks/get, at most ${MAX_MCP_TASK_TTL_SECONDS} (env TOOLBRIDGE_MCP_TASK_TTL; default ${DEFAULT_MCP_TASK_TTL_SECONDS})`,
+  )
+  .option(
+    '--mcp-max-tasks <n>',
+    `MCP tasks held at once, running and finished; past it, calls are answered as ordinary ones (env TOOLBRIDGE_MCP_MAX_TASKS; default ${DEFAULT_MCP_MAX_TASKS})`,
   )
   .option(
     '--allow-unauthenticated',

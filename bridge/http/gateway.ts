@@ -26,7 +26,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import { isRecord, messageOf, ToolbridgeError } from '../../shared/errors.ts'
 import { toolDescriptor } from '../project/descriptors.ts'
-import { DEFAULT_GATEWAY_MAX_IN_FLIGHT, type McpOAuthSettings } from '../project/settings.ts'
+import {
+  DEFAULT_GATEWAY_MAX_IN_FLIGHT,
+  DEFAULT_MCP_MAX_TASKS,
+  DEFAULT_MCP_TASK_AFTER_SECONDS,
+  DEFAULT_MCP_TASK_TTL_SECONDS,
+  type McpOAuthSettings,
+} from '../project/settings.ts'
 import type { ToolServiceSpec } from '../project/tool-services.ts'
 import { bounded } from '../support/bounded-text.ts'
 import { silentLogger, type Logger } from '../support/logger.ts'
@@ -64,6 +70,12 @@ export interface GatewayOptions {
   maxInFlight?: number
   /** An MCP call or stream quiet this long gets a progress notification or keep-alive comment; default 15 s. */
   mcpHeartbeatMs?: number
+  /** MCP Tasks (mcp-tasks.ts): a call of a declaring client still running after this long becomes a task. */
+  mcpTaskAfterMs?: number
+  /** How long a finished MCP task's result is kept. */
+  mcpTaskTtlMs?: number
+  /** MCP tasks held at once. */
+  mcpMaxTasks?: number
   metrics?: Metrics
   logger?: Logger
   /** Whether the bridge takes requests now; default: always. */
@@ -106,7 +118,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     // MCP tool calls are given up with the others: their result says so, as an error.
     mcpHandler ??= (await loadMcp()).mcpHttpHandler(
       { ...caller, call: (...args) => calls.untilAbandoned(caller.call(...args)) },
-      { maxBodyBytes: transport.maxMessageBytes, heartbeatMs: options.mcpHeartbeatMs },
+      {
+        maxBodyBytes: transport.maxMessageBytes,
+        heartbeatMs: options.mcpHeartbeatMs,
+        tasks: {
+          afterMs: options.mcpTaskAfterMs ?? DEFAULT_MCP_TASK_AFTER_SECONDS * 1000,
+          ttlMs: options.mcpTaskTtlMs ?? DEFAULT_MCP_TASK_TTL_SECONDS * 1000,
+          maxTasks: options.mcpMaxTasks ?? DEFAULT_MCP_MAX_TASKS,
+        },
+      },
     )
     return mcpHandler(req, res)
   }

@@ -39,6 +39,8 @@ import type { ToolCaller } from '../trustgraph/tool-caller.ts'
 import { readJsonBody, requireJson } from './body.ts'
 import { refuseMessage } from './message-bounds.ts'
 import { ReplayLog } from './mcp-replay.ts'
+import { callerOf, declaresTasks, registerTaskMethods } from './mcp-task-methods.ts'
+import { TASKS_EXTENSION, type TaskLimits, type TaskOutcome, TaskStore } from './mcp-tasks.ts'
 import { LegacySessions } from './mcp-sessions.ts'
 import { describeTools, type McpToolSet } from './mcp-tools.ts'
 import { HttpError } from './responses.ts'
@@ -66,33 +68,78 @@ export interface McpServerOptions {
   heartbeatMs?: number
   /** Told of each tool call as it starts; the function it returns, when the call is answered. */
   onCall?: () => () => void
+  /** Tasks for clients that declare the extension (HTTP only); without them, none. */
+  tasks?: TaskOptions | undefined
 }
+
+export interface TaskOptions {
+  store: TaskStore
+  /** A call still running after this long becomes a task (ms). */
+  afterMs: number
+}
+
+/** Whether `work` is still running after `ms`. */
+async function stillRunningAfter(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<boolean>((resolve) => void (timer = setTimeout(resolve, ms, true)))
+  const settled = work.then(
+    () => false,
+    () => false,
+  )
+  try {
+    return await Promise.race([settled, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** A call's end as a task's: its result, or the JSON-RPC error it failed with. */
+const outcomeOf = (work: Promise<CallToolResult>): Promise<TaskOutcome> =>
+  work.then(
+    // As the call would have been answered: a 2026-07-28 result says it is complete.
+    (result) => ({ status: 'completed', result: { ...result, resultType: 'complete' } }),
+    (err: unknown) => ({
+      status: 'failed',
+      error:
+        err instanceof ProtocolError
+          ? { code: err.code, message: err.message }
+          : { code: ProtocolErrorCode.InternalError, message: messageOf(err) },
+    }),
+  )
 
 export const DEFAULT_HEARTBEAT_MS = 15_000
 
 export function createMcpServer(caller: ToolCaller, tools: McpToolSet, options: McpServerOptions = {}): Server {
-  const server = new Server(SERVER_INFO, { capabilities: { tools: {}, logging: {} } })
+  const extensions = options.tasks ? { extensions: { [TASKS_EXTENSION]: {} } } : {}
+  const server = new Server(SERVER_INFO, { capabilities: { tools: {}, logging: {}, ...extensions } })
   const outputSchemas = new Map(tools.list.map((tool) => [tool.name, tool.outputSchema]))
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS
 
   server.setRequestHandler('tools/list', () => ({ tools: tools.list }))
 
+  if (options.tasks) registerTaskMethods(server, options.tasks.store)
+
   server.setRequestHandler('tools/call', async (request, ctx): Promise<CallToolResult> => {
     const { name } = request.params
-    if (!caller.tools.has(name)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool "${name}"`)
+    const served = caller.tools.get(name)
+    if (served === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool "${name}"`)
     const args = request.params.arguments ?? {}
     if (!isRecord(args)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, '"arguments" must be an object')
     const answered = options.onCall?.()
     const progressToken = request.params._meta?.progressToken
     let progress = 0
     let heartbeat: NodeJS.Timeout | undefined
-    const notifyProgress = (message: string) =>
+    // Once the call is a task its request has been answered: nothing more goes to it.
+    let detached = false
+    const notifyProgress = (message: string) => {
+      if (detached) return
       void ctx.mcpReq
         .notify({
           method: 'notifications/progress',
           params: { progressToken: progressToken!, progress: ++progress, message },
         })
         .catch(() => {}) // a client that went away still gets nothing; the call finishes regardless
+    }
     // Each notification, a chunk's or the heartbeat's own, puts the next heartbeat off.
     const beat = () => {
       clearTimeout(heartbeat)
@@ -114,41 +161,55 @@ export function createMcpServer(caller: ToolCaller, tools: McpToolSet, options: 
     let stopLogs: (() => void) | undefined
     const onLog = (level: CallLogLevel, text: string) => {
       logged++
+      if (detached) return
       if (logged <= MAX_LOG_MESSAGES_PER_CALL) return void ctx.mcpReq.log(level, text, name).catch(() => {})
       if (logged === MAX_LOG_MESSAGES_PER_CALL + 1)
         void ctx.mcpReq
           .log('warning', `more than ${MAX_LOG_MESSAGES_PER_CALL} lines: the rest are left out`, name)
           .catch(() => {})
     }
-    try {
-      // The SDK aborts the signal on notifications/cancelled, and when the HTTP client goes away.
-      // MCP carries a traced client's context in _meta (traceparent, tracestate, baggage).
-      const meta = request.params._meta
-      const traceContext = meta === undefined ? undefined : contextToPass(meta)
-      const text = await caller.call(
-        name,
-        { arguments: args },
-        {
-          onChunk,
-          signal: ctx.mcpReq.signal,
-          traceContext,
-          onId: (id) => void (stopLogs = listenToCallLogs(id, onLog)),
-        },
-      )
-      // The SDK shapes structured content for the client's era (2025 clients need an object).
-      return server.projectCallToolResult(tools.result(name, text), outputSchemas.get(name))
-    } catch (err) {
-      // Arguments no service could take (nested too deep): the request is at fault, not the tool.
-      if (err instanceof ToolCallError && err.type === 'bad-request')
-        throw new ProtocolError(ProtocolErrorCode.InvalidParams, bounded(err.message))
-      // A failed tool is a result the model can read, not a protocol error.
-      const text = err instanceof ToolCallError ? `${err.type}: ${err.message}` : messageOf(err)
-      return { content: [{ type: 'text', text: bounded(text) }], isError: true }
-    } finally {
-      clearTimeout(heartbeat)
-      stopLogs?.()
-      answered?.()
+    const run = async (signal: AbortSignal): Promise<CallToolResult> => {
+      try {
+        // MCP carries a traced client's context in _meta (traceparent, tracestate, baggage).
+        const meta = request.params._meta
+        const traceContext = meta === undefined ? undefined : contextToPass(meta)
+        const text = await caller.call(
+          name,
+          { arguments: args },
+          { onChunk, signal, traceContext, onId: (id) => void (stopLogs = listenToCallLogs(id, onLog)) },
+        )
+        // The SDK shapes structured content for the client's era (2025 clients need an object).
+        return server.projectCallToolResult(tools.result(name, text), outputSchemas.get(name))
+      } catch (err) {
+        // Arguments no service could take (nested too deep): the request is at fault, not the tool.
+        if (err instanceof ToolCallError && err.type === 'bad-request')
+          throw new ProtocolError(ProtocolErrorCode.InvalidParams, bounded(err.message))
+        // A failed tool is a result the model can read, not a protocol error.
+        const text = err instanceof ToolCallError ? `${err.type}: ${err.message}` : messageOf(err)
+        return { content: [{ type: 'text', text: bounded(text) }], isError: true }
+      } finally {
+        clearTimeout(heartbeat)
+        stopLogs?.()
+        answered?.()
+      }
     }
+    // The SDK aborts the request's signal on notifications/cancelled, and when the HTTP client goes away.
+    const tasks = options.tasks
+    if (tasks === undefined || !declaresTasks(ctx)) return run(ctx.mcpReq.signal)
+    // A call that may become a task has a signal of its own: the request's until then, tasks/cancel's after.
+    const controller = new AbortController()
+    const follow = () => controller.abort(ctx.mcpReq.signal.reason)
+    ctx.mcpReq.signal.addEventListener('abort', follow, { once: true })
+    const work = run(controller.signal)
+    const atOnce = served.tool.longRunning || tasks.afterMs === 0
+    if (!atOnce && !(await stillRunningAfter(work, tasks.afterMs))) return work
+    const task = tasks.store.create(callerOf(ctx), controller, outcomeOf(work))
+    // A full store: the call goes on as an ordinary one.
+    if (task === undefined) return work
+    detached = true
+    clearTimeout(heartbeat)
+    ctx.mcpReq.signal.removeEventListener('abort', follow)
+    return { ...task, resultType: 'task' } as unknown as CallToolResult
   })
   return server
 }
@@ -177,7 +238,17 @@ export interface McpHttpOptions {
   maxBodyBytes: number
   /** Progress heartbeats and SSE keep-alive comments, this often on a quiet call or stream; default 15 s. */
   heartbeatMs?: number | undefined
+  /** Tasks: when a call becomes one, how long a result is kept, how many are held. */
+  tasks: McpTaskSettings
 }
+
+export interface McpTaskSettings extends Omit<TaskLimits, 'pollIntervalMs'> {
+  /** A call still running after this long becomes a task (ms). */
+  afterMs: number
+}
+
+/** What a task's client is asked to wait between two tasks/get (ms). */
+const TASK_POLL_INTERVAL_MS = 1000
 
 /** 2025-era sessions: how many at once, and how long one lasts without a request. */
 const SESSION_LIMITS = { maxSessions: 1000, idleMs: 10 * 60_000 }
@@ -240,7 +311,10 @@ async function sendResponse(response: Response, res: ServerResponse): Promise<vo
 export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
   const tools = describeTools([...caller.tools.values()].map((entry) => entry.tool))
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS
-  const factory = () => createMcpServer(caller, tools, { heartbeatMs })
+  const { afterMs, ...limits } = options.tasks
+  // One store for every request: a task outlives the request that made it.
+  const tasks = { store: new TaskStore({ ...limits, pollIntervalMs: TASK_POLL_INTERVAL_MS }), afterMs }
+  const factory = () => createMcpServer(caller, tools, { heartbeatMs, tasks })
   const handler = createMcpHandler(factory, {
     legacy: 'stateless',
     maxRequestBodySize: options.maxBodyBytes,
@@ -277,7 +351,12 @@ export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
     if (inSession) return sendResponse(await inSession, res)
     return sendResponse(await withEveryServedVersion(await handler.fetch(request, { parsedBody: message })), res)
   }
-  return Object.assign(serve, { close: () => sessions.close() })
+  return Object.assign(serve, {
+    close: () => {
+      sessions.close()
+      tasks.store.close()
+    },
+  })
 }
 
 /**

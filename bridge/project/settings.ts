@@ -147,10 +147,22 @@ export interface GatewaySettings {
   maxInFlight: number
   /** How long an MCP call or stream may stay quiet before a progress notification or keep-alive comment goes out. */
   mcpHeartbeatMs: number
+  /** An MCP call of a client that declares Tasks, still running after this long, becomes a task. */
+  mcpTaskAfterMs: number
+  /** How long a finished MCP task's result is kept. */
+  mcpTaskTtlMs: number
+  /** MCP tasks held at once; past it, calls run as ordinary ones. */
+  mcpMaxTasks: number
 }
 
 export const DEFAULT_GATEWAY_MAX_IN_FLIGHT = 128
 export const DEFAULT_MCP_HEARTBEAT_SECONDS = 15
+/** Under the heartbeat, so a client without progress tokens is not left waiting on a silent request. */
+export const DEFAULT_MCP_TASK_AFTER_SECONDS = 10
+export const DEFAULT_MCP_TASK_TTL_SECONDS = 600
+/** A day at most: results are held in memory. */
+export const MAX_MCP_TASK_TTL_SECONDS = 86_400
+export const DEFAULT_MCP_MAX_TASKS = 1000
 
 export const PULSAR_CLIENTS = ['builtin', 'native'] as const
 export type PulsarClientKind = (typeof PULSAR_CLIENTS)[number]
@@ -199,6 +211,9 @@ export interface SettingFlags {
   maxStreamBytes?: string
   maxInFlight?: string
   mcpHeartbeat?: string
+  mcpTaskAfter?: string
+  mcpTaskTtl?: string
+  mcpMaxTasks?: string
   workerIdleTimeout?: string
   warmWorkers?: string
   releaseMemoryAfter?: string
@@ -312,9 +327,20 @@ const list = (value: string | undefined): string[] =>
 function resolveGatewaySettings(flags: SettingFlags, env: Env): GatewaySettings {
   const maxInFlight = flags.maxHttpInFlight ?? env.TOOLBRIDGE_MAX_HTTP_IN_FLIGHT
   const heartbeat = flags.mcpHeartbeat ?? env.TOOLBRIDGE_MCP_HEARTBEAT
+  const taskAfter = flags.mcpTaskAfter ?? env.TOOLBRIDGE_MCP_TASK_AFTER
+  const taskTtl = flags.mcpTaskTtl ?? env.TOOLBRIDGE_MCP_TASK_TTL
+  const maxTasks = flags.mcpMaxTasks ?? env.TOOLBRIDGE_MCP_MAX_TASKS
   return {
     mcpHeartbeatMs:
       (heartbeat === undefined ? DEFAULT_MCP_HEARTBEAT_SECONDS : integer('--mcp-heartbeat', heartbeat, 1, 300)) * 1000,
+    mcpTaskAfterMs:
+      (taskAfter === undefined ? DEFAULT_MCP_TASK_AFTER_SECONDS : integer('--mcp-task-after', taskAfter, 0, 86_400)) *
+      1000,
+    mcpTaskTtlMs:
+      (taskTtl === undefined
+        ? DEFAULT_MCP_TASK_TTL_SECONDS
+        : integer('--mcp-task-ttl', taskTtl, 1, MAX_MCP_TASK_TTL_SECONDS)) * 1000,
+    mcpMaxTasks: maxTasks === undefined ? DEFAULT_MCP_MAX_TASKS : integer('--mcp-max-tasks', maxTasks, 1, 100_000),
     allowedHosts: list(flags.allowedHosts ?? env.TOOLBRIDGE_ALLOWED_HOSTS).map((host) => host.toLowerCase()),
     allowedOrigins: list(flags.allowedOrigins ?? env.TOOLBRIDGE_ALLOWED_ORIGINS).map((origin) => origin.toLowerCase()),
     allowUnauthenticated:

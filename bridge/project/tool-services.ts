@@ -51,6 +51,8 @@ export interface ToolSpec {
   annotations: ToolHints
   /** JSON Schema of the answer, which is then JSON; MCP only. */
   output?: Record<string, unknown>
+  /** A call of an MCP client that declares Tasks becomes a task at once; MCP only. */
+  longRunning?: boolean
   /**
    * The arguments as a JSON Schema (2020-12), declared instead of `arguments:`: the bridge checks
    * requests with it, MCP lists it as it is, and `arguments` holds its top-level properties (input-schema.ts).
@@ -195,6 +197,7 @@ interface ToolBlock {
   description: string
   annotations?: ToolHints
   output?: Record<string, unknown>
+  longRunning?: boolean
   inputSchema?: Record<string, unknown>
   config?: Record<string, string | number | boolean>
   arguments?: { name: string; type: ArgumentType; description: string; required?: boolean }[]
@@ -576,6 +579,7 @@ function readTool(path: string, tool: ToolBlock, configParams: ConfigParam[]): T
     arguments: args,
     annotations: tool.annotations ?? {},
     ...(tool.output === undefined ? {} : { output: tool.output }),
+    ...(tool.longRunning ? { longRunning: true } : {}),
     ...(tool.inputSchema === undefined ? {} : { inputSchema: tool.inputSchema }),
   }
 }
