@@ -7,6 +7,8 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
+import { contributeTaskFilterV2, isTaskStatusNotificationV2 } from '@modelcontextprotocol/ext-tasks/core/v2'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { callerFrom } from '../../bridge/http/mcp-task-methods.ts'
 import { TaskListens } from '../../bridge/http/mcp-task-notifications.ts'
@@ -235,6 +237,31 @@ describe('MCP task status notifications (subscriptions/listen)', () => {
       [late, 'completed'],
     ])
     expect(rest.at(-1)).toMatchObject({ id: stream.id, result: {} })
+  })
+
+  it("reaches the SDK client's listen(), with the filter and notification shapes of @modelcontextprotocol/ext-tasks", async () => {
+    const taskId = (await call(url, 'report', { seconds: 0.3 })).result!.taskId as string
+    const client = new Client(
+      { name: 'notifications-test', version: '1' },
+      {
+        capabilities: { extensions: { [TASKS_EXTENSION]: {} } } as never,
+        versionNegotiation: { mode: { pin: MODERN } },
+      },
+    )
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)))
+    try {
+      const received: unknown[] = []
+      client.fallbackNotificationHandler = async (notification) => void received.push(notification)
+      // The library has no listen call of its own: it contributes task ids to the client's filter.
+      const { notifications } = contributeTaskFilterV2({}, [taskId])
+      const subscription = await client.listen(notifications as never)
+      expect(await subscription.closed).toBe('graceful')
+      expect(received).toHaveLength(1)
+      expect(isTaskStatusNotificationV2(received[0])).toBe(true)
+      expect(received[0]).toMatchObject({ method: 'notifications/tasks', params: { taskId, status: 'completed' } })
+    } finally {
+      await client.close()
+    }
   })
 
   it('refuses a malformed task list (-32602)', async () => {
