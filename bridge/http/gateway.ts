@@ -245,9 +245,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     },
     drain() {
       calls.draining = true
+      mcpHandler?.endStreams()
     },
     async close({ abandonAfterMs }: { abandonAfterMs?: number } = {}) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+      // A stream of task notifications lasts as long as its tasks: it ends now, not when they do.
+      mcpHandler?.endStreams()
       // Calls in flight get their answers (each is bounded by its timeout), or an error once abandoned.
       await calls.settle(abandonAfterMs)
       mcpHandler?.close()

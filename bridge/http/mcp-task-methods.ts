@@ -1,7 +1,8 @@
 /**
  * The Tasks extension on the wire (mcp-tasks.ts holds the tasks): whether a
  * request's client declared it, who the caller is, and `tasks/get`,
- * `tasks/cancel` and `tasks/update`.
+ * `tasks/cancel` and `tasks/update` (status notifications:
+ * mcp-task-notifications.ts).
  *
  * A client declares the extension in each request's capabilities (the
  * 2026-07-28 `_meta` envelope); what it declared before does not count. The
@@ -27,8 +28,11 @@ const CLIENT_INFO = 'io.modelcontextprotocol/clientInfo'
 const envelopeOf = (ctx: ServerContext): Record<string, unknown> => ctx.mcpReq.envelope ?? {}
 
 /** Whether this request's client declared the Tasks extension; only the request's own capabilities count. */
-export function declaresTasks(ctx: ServerContext): boolean {
-  const declared = envelopeOf(ctx)[CLIENT_CAPABILITIES]
+export const declaresTasks = (ctx: ServerContext): boolean => envelopeDeclaresTasks(envelopeOf(ctx))
+
+/** Whether a request's `_meta` declares the Tasks extension in its client capabilities. */
+export function envelopeDeclaresTasks(envelope: Record<string, unknown>): boolean {
+  const declared = envelope[CLIENT_CAPABILITIES]
   return isRecord(declared) && isRecord(declared.extensions) && isRecord(declared.extensions[TASKS_EXTENSION])
 }
 
@@ -37,9 +41,12 @@ export function declaresTasks(ctx: ServerContext): boolean {
  * (a JWT the gateway has already verified) or a digest of the token, and
  * the client's name in its request's `clientInfo`.
  */
-export function callerOf(ctx: ServerContext): string {
-  const authorization = ctx.http?.req?.headers.get('authorization') ?? ''
-  const clientInfo = envelopeOf(ctx)[CLIENT_INFO]
+export const callerOf = (ctx: ServerContext): string =>
+  callerFrom(ctx.http?.req?.headers.get('authorization') ?? '', envelopeOf(ctx))
+
+/** The caller of a request with this Authorization header (or '') and this `_meta`. */
+export function callerFrom(authorization: string, envelope: Record<string, unknown>): string {
+  const clientInfo = envelope[CLIENT_INFO]
   const client = isRecord(clientInfo) ? String(clientInfo.name) : ''
   return JSON.stringify([subjectOf(authorization), client])
 }
@@ -70,15 +77,18 @@ const TASK_ID_PARAMS: StandardSchemaV1<unknown, { taskId: string }> = {
   },
 }
 
+/** The refusal of a task method, or of task notifications, to a client that did not declare the extension (-32021). */
+export const tasksNotDeclared = () =>
+  new MissingRequiredClientCapabilityError(
+    { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+    'Missing required client capability',
+  )
+
 const notFound = () => new ProtocolError(ProtocolErrorCode.InvalidParams, 'Task not found (or expired)')
 
 export function registerTaskMethods(server: Server, store: TaskStore): void {
   const asker = (ctx: ServerContext): string => {
-    if (!declaresTasks(ctx))
-      throw new MissingRequiredClientCapabilityError(
-        { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
-        'Missing required client capability',
-      )
+    if (!declaresTasks(ctx)) throw tasksNotDeclared()
     return callerOf(ctx)
   }
   server.setRequestHandler('tasks/get', { params: TASK_ID_PARAMS }, ({ taskId }, ctx) => {

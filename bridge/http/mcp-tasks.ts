@@ -10,6 +10,11 @@
  * task is made (the caller runs its call as an ordinary one) until one
  * expires. No timer runs: expired tasks are dropped when they are asked for
  * or when room is needed.
+ *
+ * A running task can be watched (`watch`): its watchers are told of the
+ * change when it finishes or is cancelled, then dropped, as a finished task
+ * changes no more. At most `MAX_WATCHERS_PER_TASK` watch one task, and at
+ * most `maxTasks` watch in all.
  */
 import { randomUUID } from 'node:crypto'
 
@@ -31,6 +36,12 @@ export type TaskOutcome =
 
 type Status = 'working' | 'completed' | 'failed' | 'cancelled'
 
+/** Watchers of one task at most (status notification streams naming it). */
+export const MAX_WATCHERS_PER_TASK = 16
+
+/** Told of a task's state, as `get` answers it, when its status changes. */
+export type TaskWatcher = (task: WireTask) => void
+
 interface Held {
   taskId: string
   owner: string
@@ -41,6 +52,8 @@ interface Held {
   expiresAt: number
   controller: AbortController
   outcome?: TaskOutcome
+  /** Told when the task finishes; empty once it has. */
+  watchers: Set<TaskWatcher>
 }
 
 /** A task as the wire carries it (the Task shape, with its result or error once it has one). */
@@ -50,6 +63,7 @@ export class TaskStore {
   readonly #tasks = new Map<string, Held>()
   readonly #limits: TaskLimits
   readonly #now: () => number
+  #watching = 0
 
   constructor(limits: TaskLimits, now: () => number = Date.now) {
     this.#limits = limits
@@ -58,6 +72,11 @@ export class TaskStore {
 
   get size(): number {
     return this.#tasks.size
+  }
+
+  /** Watchers registered, across every task. */
+  get watchers(): number {
+    return this.#watching
   }
 
   /**
@@ -77,6 +96,7 @@ export class TaskStore {
       lastUpdatedAt: now,
       expiresAt: Number.POSITIVE_INFINITY,
       controller,
+      watchers: new Set(),
     }
     this.#tasks.set(held.taskId, held)
     void work.then((outcome) => {
@@ -107,6 +127,30 @@ export class TaskStore {
     return true
   }
 
+  /**
+   * The task as `get` answers it, and while it runs, `watcher` registered to
+   * be told once its status changes; `stop` unregisters it (and does nothing
+   * once the task has finished). Undefined when there is no such task, and
+   * for a running task when it, or the store, has as many watchers as it takes.
+   */
+  watch(owner: string, taskId: string, watcher: TaskWatcher): { task: WireTask; stop: () => void } | undefined {
+    const held = this.#find(owner, taskId)
+    if (held === undefined) return undefined
+    const task = this.#wire(held)
+    if (held.status !== 'working') return { task, stop: () => {} }
+    if (held.watchers.size >= MAX_WATCHERS_PER_TASK || this.#watching >= this.#limits.maxTasks) return undefined
+    // One registration per call, even for a function already watching.
+    const registered: TaskWatcher = (changed) => watcher(changed)
+    held.watchers.add(registered)
+    this.#watching++
+    return {
+      task,
+      stop: () => {
+        if (held.watchers.delete(registered)) this.#watching--
+      },
+    }
+  }
+
   /** Whether `owner` has a task of this id. */
   has(owner: string, taskId: string): boolean {
     return this.#find(owner, taskId) !== undefined
@@ -114,8 +158,12 @@ export class TaskStore {
 
   /** Cancels every running task and forgets them all: the gateway is stopping. */
   close(): void {
-    for (const held of this.#tasks.values()) held.controller.abort(new Error('toolbridge stopped'))
+    for (const held of this.#tasks.values()) {
+      held.watchers.clear()
+      held.controller.abort(new Error('toolbridge stopped'))
+    }
     this.#tasks.clear()
+    this.#watching = 0
   }
 
   #find(owner: string, taskId: string): Held | undefined {
@@ -128,9 +176,20 @@ export class TaskStore {
     return held
   }
 
+  /** The task has just finished or been cancelled: its watchers are told, then let go. */
   #finish(held: Held): void {
     held.lastUpdatedAt = this.#now()
     held.expiresAt = held.lastUpdatedAt + this.#limits.ttlMs
+    const watchers = [...held.watchers]
+    this.#watching -= watchers.length
+    held.watchers.clear()
+    for (const watcher of watchers) {
+      try {
+        watcher(this.#wire(held))
+      } catch {
+        // One watcher's failure is its own: the others are told, and the cancel or result goes on.
+      }
+    }
   }
 
   #dropExpired(): void {

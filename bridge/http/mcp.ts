@@ -40,6 +40,7 @@ import { readJsonBody, requireJson } from './body.ts'
 import { refuseMessage } from './message-bounds.ts'
 import { ReplayLog } from './mcp-replay.ts'
 import { callerOf, declaresTasks, registerTaskMethods } from './mcp-task-methods.ts'
+import { isListenStream, listensForTasks, TaskListens } from './mcp-task-notifications.ts'
 import { TASKS_EXTENSION, type TaskLimits, type TaskOutcome, TaskStore } from './mcp-tasks.ts'
 import { LegacySessions } from './mcp-sessions.ts'
 import { describeTools, type McpToolSet } from './mcp-tools.ts'
@@ -315,6 +316,7 @@ export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
   // One store for every request: a task outlives the request that made it.
   const tasks = { store: new TaskStore({ ...limits, pollIntervalMs: TASK_POLL_INTERVAL_MS }), afterMs }
   const factory = () => createMcpServer(caller, tools, { heartbeatMs, tasks })
+  const taskListens = new TaskListens(tasks.store, { heartbeatMs, serverInfo: SERVER_INFO })
   const handler = createMcpHandler(factory, {
     legacy: 'stateless',
     maxRequestBodySize: options.maxBodyBytes,
@@ -349,10 +351,19 @@ export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
       return sendResponse(await sessions.open(request, message), res)
     const inSession = held === undefined ? undefined : sessions.serve(held, request, message)
     if (inSession) return sendResponse(await inSession, res)
-    return sendResponse(await withEveryServedVersion(await handler.fetch(request, { parsedBody: message })), res)
+    const answer = await handler.fetch(request, { parsedBody: message })
+    // Task notifications: the SDK has checked the request, and would have opened a stream without them.
+    if (listensForTasks(message) && isListenStream(answer)) {
+      await answer.body?.cancel()
+      return taskListens.serve(message, req.headers.authorization ?? '', res)
+    }
+    return sendResponse(await withEveryServedVersion(answer), res)
   }
   return Object.assign(serve, {
+    /** Ends the task notification streams: their tasks may outlast the gateway's wait for calls in flight. */
+    endStreams: () => taskListens.endAll(),
     close: () => {
+      taskListens.endAll()
       sessions.close()
       tasks.store.close()
     },
