@@ -10,6 +10,7 @@ import {
   rabbitQueue,
   type QueueName,
 } from '../../shared/queues.ts'
+import { thrownBy } from '../support/thrown.ts'
 
 interface Row {
   name: string
@@ -183,12 +184,7 @@ describe('defaultQueues', () => {
 
 describe('bad queue names', () => {
   const refuses = (name: string, message: string) => {
-    let thrown: unknown
-    try {
-      parseQueueName(name)
-    } catch (err) {
-      thrown = err
-    }
+    const thrown = thrownBy(() => parseQueueName(name))
     expect(thrown).toBeInstanceOf(QueueNameError)
     expect((thrown as Error).name).toBe('QueueNameError')
     expect((thrown as Error).message).toBe(message)
