@@ -504,17 +504,7 @@ describe('toolbridge start with the example functions', () => {
   })
 
   it('`invoke --url` prints its streamed story, and its error answers as invoke does', async () => {
-    const story = await toolbridge(
-      'invoke',
-      'tell-story',
-      '--arg',
-      'hero=Ada',
-      '--arg',
-      'sentences=2',
-      '--stream',
-      '--url',
-      url,
-    )
+    const story = await toolbridge(...ADA_STORY, '--arg', 'sentences=2', '--stream', '--url', url)
     expect(story).toMatchObject({ code: 0, stderr: `toolbridge: via ${url}\n` })
     expect(story.stdout).toBe(
       'Once upon a time, Ada lived in a small town by the sea. Every morning, Ada looked at the horizon and wondered what lay beyond it.\n',
