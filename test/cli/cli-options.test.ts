@@ -8,15 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { ConfigError, ToolbridgeError } from '../../shared/errors.ts'
 import { EMBEDDED_DEFAULT_PORT, resolveSettings } from '../../bridge/project/settings.ts'
 import { addBrokerOptions, addInvokerOptions, mcpEndpoint, timeoutMs, timeoutOption } from '../../bridge/cli/options.ts'
-
-const refusal = (fn: () => unknown): unknown => {
-  try {
-    fn()
-  } catch (err) {
-    return err
-  }
-  throw new Error('did not throw')
-}
+import { thrownBy } from '../support/thrown.ts'
 
 describe('timeoutMs', () => {
   it('reads seconds, fractions included, as milliseconds', () => {
@@ -25,7 +17,7 @@ describe('timeoutMs', () => {
   })
 
   it.each(['0', '-1', 'soon', '', 'NaN'])('refuses %j as a config error naming --timeout', (value) => {
-    const error = refusal(() => timeoutMs(value))
+    const error = thrownBy(() => timeoutMs(value))
     expect(error).toBeInstanceOf(ToolbridgeError)
     expect(error).toMatchObject({
       kind: 'config',
@@ -83,7 +75,7 @@ describe('where functions run', () => {
     expect(resolveSettings({}, {}).invoker).toBe('worker-threads')
     expect(resolveSettings({}, { TOOLBRIDGE_INVOKER: 'in-process' }).invoker).toBe('in-process')
     expect(resolveSettings({ invoker: 'lambda' }, { TOOLBRIDGE_INVOKER: 'in-process' }).invoker).toBe('lambda')
-    expect((refusal(() => resolveSettings({}, { TOOLBRIDGE_INVOKER: 'local' })) as Error).message).toBe(
+    expect((thrownBy(() => resolveSettings({}, { TOOLBRIDGE_INVOKER: 'local' })) as Error).message).toBe(
       '--invoker: "local" is now called "worker-threads": use --invoker worker-threads',
     )
   })

@@ -153,6 +153,8 @@ describe('toolbridge invoke', () => {
   })
 })
 
+/** The call the story tests make: tell-story for Ada. */
+const ADA_STORY = ['invoke', 'tell-story', '--arg', 'hero=Ada']
 const WHOLE_STORY =
   /^Once upon a time, Ada lived in a small town by the sea\..* The path led through a forest where the trees whispered old names\.\n$/
 
@@ -161,7 +163,7 @@ describe('toolbridge invoke, a stream service without --stream', () => {
     expect,
   }) => {
     for (const invoker of ['worker-threads', 'in-process']) {
-      const run = await toolbridge('invoke', 'tell-story', '--arg', 'hero=Ada', '--invoker', invoker)
+      const run = await toolbridge(...ADA_STORY, '--invoker', invoker)
       expect(run).toMatchObject({
         code: 0,
         stderr: `toolbridge: via an embedded bridge in this process (${invoker} invoker)\n`,
@@ -218,15 +220,7 @@ describe('toolbridge invoke, and the bridge on this machine', () => {
     expect(lines(refused.stderr)).toEqual([
       expect.stringContaining('wants a bearer token: give --http-token (env TOOLBRIDGE_HTTP_TOKEN)'),
     ])
-    const run = await toolbridgeWith(
-      { TOOLBRIDGE_PORT: lockedPort },
-      'invoke',
-      'tell-story',
-      '--arg',
-      'hero=Ada',
-      '--http-token',
-      'sesame',
-    )
+    const run = await toolbridgeWith({ TOOLBRIDGE_PORT: lockedPort }, ...ADA_STORY, '--http-token', 'sesame')
     expect(run).toMatchObject({ code: 0, stderr: `toolbridge: via http://127.0.0.1:${lockedPort}\n` })
     expect(run.stdout).toMatch(WHOLE_STORY)
   })
@@ -258,15 +252,7 @@ describe('toolbridge invoke, and a bridge started before a function was added', 
 
   it('goes through it for a tool it serves, though it lacks the added one', async () => {
     const config = join(project, 'serverless.yml')
-    const run = await toolbridgeWith(
-      { TOOLBRIDGE_PORT: port },
-      '-c',
-      config,
-      'invoke',
-      'tell-story',
-      '--arg',
-      'hero=Ada',
-    )
+    const run = await toolbridgeWith({ TOOLBRIDGE_PORT: port }, '-c', config, ...ADA_STORY)
     expect(run).toMatchObject({ code: 0, stderr: `toolbridge: via http://127.0.0.1:${port}\n` })
     expect(run.stdout).toMatch(WHOLE_STORY)
   })
@@ -518,17 +504,7 @@ describe('toolbridge start with the example functions', () => {
   })
 
   it('`invoke --url` prints its streamed story, and its error answers as invoke does', async () => {
-    const story = await toolbridge(
-      'invoke',
-      'tell-story',
-      '--arg',
-      'hero=Ada',
-      '--arg',
-      'sentences=2',
-      '--stream',
-      '--url',
-      url,
-    )
+    const story = await toolbridge(...ADA_STORY, '--arg', 'sentences=2', '--stream', '--url', url)
     expect(story).toMatchObject({ code: 0, stderr: `toolbridge: via ${url}\n` })
     expect(story.stdout).toBe(
       'Once upon a time, Ada lived in a small town by the sea. Every morning, Ada looked at the horizon and wondered what lay beyond it.\n',

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { StartedBridge } from '../support/started-bridge.ts'
+import { cleanEnv } from '../support/clean-env.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CHILD_TIMEOUT_MS = 30_000
@@ -32,8 +33,6 @@ const HEAVY = [
   'pino',
   'pino-pretty',
 ]
-
-const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
 
 /** The packages under node_modules a run of `toolbridge ...args` loaded, and its exit code. */
 function packagesLoaded(...args: string[]): Promise<{ code: number; packages: Set<string>; stdout: string }> {

@@ -5,7 +5,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { connect as amqpConnect } from 'amqplib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { deadLetterMessage } from '../../bridge/core/dead-letters.ts'
 import { DEAD_LETTER_SUBSCRIPTION } from '../../bridge/core/delivery-guard.ts'
@@ -13,31 +12,11 @@ import type { Transport } from '../../bridge/transports/transport.ts'
 import { encodeRequest } from '../../shared/protocol.ts'
 import { createTransport } from '../../bridge/transports/create-transport.ts'
 import { describeDelivery } from '../support/delivery-contract.ts'
-import { RABBITMQ_URL, rabbitmqctl, rabbitmqInstalled, startRabbitmq } from '../support/rabbitmq.ts'
+import { describeOnBroker, RABBITMQ } from '../support/broker-setup.ts'
+import { RABBITMQ_URL } from '../support/rabbitmq.ts'
 
-/** Deletes the suite's queues and exchanges (durable ones outlive it). */
-async function drop(run: string): Promise<void> {
-  const list = async (what: string) =>
-    (await rabbitmqctl(what, '-q', '--no-table-headers', 'name'))
-      .split('\n')
-      .map((n) => n.trim())
-      .filter((n) => n.includes(run))
-  const [queues, exchanges] = [await list('list_queues'), await list('list_exchanges')]
-  const connection = await amqpConnect(RABBITMQ_URL)
-  try {
-    const channel = await connection.createChannel()
-    for (const queue of queues) await channel.deleteQueue(queue)
-    for (const exchange of exchanges) await channel.deleteExchange(exchange)
-  } finally {
-    await connection.close()
-  }
-}
-
-describe.skipIf(!rabbitmqInstalled())('RabbitMQ', () => {
-  beforeAll(async () => {
-    await startRabbitmq() // the running one, or one started now (left running)
-  }, 120_000)
-  describeDelivery('RabbitMQ', { transport: () => createTransport(RABBITMQ_URL), limitMs: 30_000, drop })
+describeOnBroker(RABBITMQ, () => {
+  describeDelivery('RabbitMQ', { transport: () => createTransport(RABBITMQ.url), limitMs: 30_000, drop: RABBITMQ.drop })
 
   describe('toolbridge dead-letters, the command', () => {
     const run = randomUUID().slice(0, 8)
@@ -84,7 +63,7 @@ describe.skipIf(!rabbitmqInstalled())('RabbitMQ', () => {
     }, 60_000)
     afterAll(async () => {
       await transport?.close()
-      await drop(`dlv-cli-${run}`)
+      await RABBITMQ.drop(`dlv-cli-${run}`)
       rmSync(project, { recursive: true, force: true })
     })
 

@@ -10,6 +10,7 @@ import { HttpError } from '../../bridge/http/responses.ts'
 import type { ToolServiceSpec, ToolSpec } from '../../bridge/project/tool-services.ts'
 import { ToolCallTimeoutError } from '../../bridge/trustgraph/request-client.ts'
 import type { ToolCaller, ToolEntry } from '../../bridge/trustgraph/tool-caller.ts'
+import { thrownBy } from '../support/thrown.ts'
 
 describe('InFlightCap', () => {
   it('takes calls up to its cap, then answers 429 with Retry-After, retriable', () => {
@@ -17,13 +18,7 @@ describe('InFlightCap', () => {
     cap.enter()
     cap.enter()
     expect(cap.inFlight).toBe(2)
-    const refusal = (() => {
-      try {
-        cap.enter()
-      } catch (err) {
-        return err
-      }
-    })()
+    const refusal = thrownBy(() => cap.enter())
     expect(refusal).toBeInstanceOf(HttpError)
     expect(refusal).toMatchObject({
       status: 429,

@@ -16,24 +16,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MAX_UNSENT_CHARS } from '../../bridge/http/ndjson-answer.ts'
 import { MAX_TEXT } from '../../bridge/support/bounded-text.ts'
 import { loadProject } from '../../bridge/project/project.ts'
-import { resolveSettings, type SettingFlags } from '../../bridge/project/settings.ts'
-import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
+import type { SettingFlags } from '../../bridge/project/settings.ts'
+import type { Runtime } from '../../bridge/runtime.ts'
 import type { Logger } from '../../bridge/support/logger.ts'
 import { MemoryBroker, MemoryTransport } from '../../bridge/transports/memory/memory-transport.ts'
 import { ToolbridgeError } from '../../shared/errors.ts'
 import { StartedBridge } from '../support/started-bridge.ts'
+import { startInProcess } from '../support/in-process-runtime.ts'
+import { cleanEnv } from '../support/clean-env.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const HARDENING_YML = 'test/fixtures/hardening-http/serverless.yml'
 const PROJECT = loadProject(fileURLToPath(new URL('../fixtures/hardening-http/serverless.yml', import.meta.url)))
-const cleanEnv = () =>
-  Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_'))) as Record<
-    string,
-    string
-  >
 
 async function start(flags: SettingFlags = {}, logger?: Logger): Promise<Runtime> {
-  return startRuntime(PROJECT, resolveSettings({ port: '0', invoker: 'in-process', ...flags }, {}), { logger })
+  return startInProcess(PROJECT, flags, { logger })
 }
 
 interface Answer {
@@ -284,19 +281,8 @@ describe('one token for every endpoint that runs tools, and no open network addr
       /^toolbridge: --host: "0\.0\.0\.0" is reachable from other machines and \/tools would run tools for anyone there without a token: set --http-token .* or pass --allow-unauthenticated/,
     )
 
-    const bridge = new StartedBridge([
-      '-c',
-      HARDENING_YML,
-      'start',
-      '--port',
-      '0',
-      '--log-level',
-      'warn',
-      '--mcp-token',
-      'm',
-      '--invoker',
-      'in-process',
-    ])
+    const start = ['start', '--port', '0', '--log-level', 'warn', '--mcp-token', 'm', '--invoker', 'in-process']
+    const bridge = new StartedBridge(['-c', HARDENING_YML, ...start])
     try {
       await bridge.printed(/^ {2}MCP: .*\n/m)
       expect(bridge.stdout).toMatch(

@@ -13,9 +13,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { loadProject } from '../../bridge/project/project.ts'
-import { resolveSettings } from '../../bridge/project/settings.ts'
-import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
+import type { Runtime } from '../../bridge/runtime.ts'
+import { startInProcess } from '../support/in-process-runtime.ts'
 
 const PROJECT = fileURLToPath(new URL('../fixtures/mcp-long-calls/serverless.yml', import.meta.url))
 const PROXY_IDLE_MS = 5000
@@ -56,10 +55,7 @@ describe('long MCP calls', () => {
   let runtime: Runtime
   let url: string
   beforeAll(async () => {
-    runtime = await startRuntime(
-      loadProject(PROJECT),
-      resolveSettings({ port: '0', invoker: 'in-process', mcpHeartbeat: '2' }, {}),
-    )
+    runtime = await startInProcess(PROJECT, { mcpHeartbeat: '2' })
     url = runtime.gateway!.url
   })
   afterAll(async () => {

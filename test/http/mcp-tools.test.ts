@@ -51,27 +51,24 @@ describe('toolAnnotations', () => {
 describe('describeTools', () => {
   it('lists name, description and the input schema of the declared arguments, a title and an output schema only when declared', () => {
     const { list } = describeTools([tool(), tool({ name: 'titled', title: 'Place lookup', output: PLACE })])
+    const cityInput = {
+      type: 'object',
+      properties: { city: { type: 'string', description: 'A city' } },
+      required: ['city'],
+    }
     // Strictly: a field left out is absent, not present and undefined.
     expect(list).toStrictEqual([
       {
         name: 'place',
         description: 'A place',
-        inputSchema: {
-          type: 'object',
-          properties: { city: { type: 'string', description: 'A city' } },
-          required: ['city'],
-        },
+        inputSchema: cityInput,
         annotations: toolAnnotations({}),
       },
       {
         name: 'titled',
         title: 'Place lookup',
         description: 'A place',
-        inputSchema: {
-          type: 'object',
-          properties: { city: { type: 'string', description: 'A city' } },
-          required: ['city'],
-        },
+        inputSchema: cityInput,
         annotations: toolAnnotations({}),
         outputSchema: PLACE,
       },

@@ -11,16 +11,11 @@ import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcont
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadProject } from '../../bridge/project/project.ts'
-import { resolveSettings } from '../../bridge/project/settings.ts'
-import { type Runtime, startRuntime } from '../../bridge/runtime.ts'
+import type { Runtime } from '../../bridge/runtime.ts'
+import { startInProcess } from '../support/in-process-runtime.ts'
+import { stdioBridge } from '../support/mcp-stdio.ts'
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const MODERN = '2026-07-28'
-const cleanEnv = () =>
-  Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_'))) as Record<
-    string,
-    string
-  >
 
 const textOf = (result: unknown) =>
   (result as { content: { type: string; text?: string }[] }).content.map((c) => c.text ?? '').join('')
@@ -67,10 +62,7 @@ describe('/mcp serves both eras, chosen per request', () => {
   let runtime: Runtime
   let url: string
   beforeAll(async () => {
-    runtime = await startRuntime(
-      loadProject('serverless.yml'),
-      resolveSettings({ port: '0', invoker: 'in-process' }, {}),
-    )
+    runtime = await startInProcess('serverless.yml')
     url = `${runtime.gateway!.url}/mcp`
   })
   afterAll(() => runtime?.stop())
@@ -204,14 +196,7 @@ describe('/mcp serves both eras, chosen per request', () => {
 })
 
 describe('toolbridge mcp (stdio) serves both eras', () => {
-  const spawn = () =>
-    new StdioClientTransport({
-      command: process.execPath,
-      args: ['bridge/cli/main.ts', 'mcp', '--invoker', 'in-process'],
-      cwd: ROOT,
-      env: cleanEnv(),
-      stderr: 'pipe',
-    })
+  const spawn = () => new StdioClientTransport(stdioBridge())
 
   it('serves the v2 client at 2026-07-28', async () => {
     const client = new Client({ name: 'eras-stdio', version: '1' }, { versionNegotiation: { mode: { pin: MODERN } } })
@@ -240,10 +225,7 @@ describe('tools described fully from serverless.yml, in both eras', () => {
   let runtime: Runtime
   let url: string
   beforeAll(async () => {
-    runtime = await startRuntime(
-      loadProject(fileURLToPath(new URL('../fixtures/mcp-tools/serverless.yml', import.meta.url))),
-      resolveSettings({ port: '0', invoker: 'in-process' }, {}),
-    )
+    runtime = await startInProcess(fileURLToPath(new URL('../fixtures/mcp-tools/serverless.yml', import.meta.url)))
     url = `${runtime.gateway!.url}/mcp`
   })
   afterAll(() => runtime?.stop())
@@ -312,8 +294,6 @@ describe('a gateway whose tools declare an output schema that does not compile',
         tools: spec.tools.map((tool) => (tool.output ? { ...tool, output: { type: 'no-such-type' } } : tool)),
       })),
     }
-    await expect(startRuntime(broken, resolveSettings({ port: '0', invoker: 'in-process' }, {}))).rejects.toThrow(
-      /tool "place" output.*not a JSON Schema/,
-    )
+    await expect(startInProcess(broken)).rejects.toThrow(/tool "place" output.*not a JSON Schema/)
   })
 })

@@ -13,15 +13,12 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RequestClient, ToolCallError } from '../../bridge/trustgraph/request-client.ts'
 import { loadProject } from '../../bridge/project/project.ts'
-import { resolveSettings } from '../../bridge/project/settings.ts'
-import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
+import type { Runtime } from '../../bridge/runtime.ts'
+import { startInProcess } from '../support/in-process-runtime.ts'
+import { cleanEnv } from '../support/clean-env.ts'
+import { stdioBridge } from '../support/mcp-stdio.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const cleanEnv = () =>
-  Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_'))) as Record<
-    string,
-    string
-  >
 
 async function connect(url: string, headers: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: 'toolbridge-test', version: '1' })
@@ -37,7 +34,7 @@ describe('MCP over Streamable HTTP at /mcp, with the example tools', () => {
   let runtime: Runtime
   let client: Client
   beforeAll(async () => {
-    runtime = await startRuntime(project, resolveSettings({ port: '0', invoker: 'in-process' }, {}))
+    runtime = await startInProcess(project)
     client = await connect(`${runtime.gateway!.url}/mcp`)
   })
   afterAll(async () => {
@@ -175,10 +172,7 @@ describe('MCP with tools that take no arguments and tools that fail', () => {
   let runtime: Runtime
   let client: Client
   beforeAll(async () => {
-    runtime = await startRuntime(
-      loadProject('test/fixtures/faults/serverless.yml'),
-      resolveSettings({ port: '0', invoker: 'in-process' }, {}),
-    )
+    runtime = await startInProcess('test/fixtures/faults/serverless.yml')
     client = await connect(`${runtime.gateway!.url}/mcp`)
   })
   afterAll(async () => {
@@ -203,10 +197,7 @@ describe('MCP with a bearer token', () => {
   let runtime: Runtime
   let url: string
   beforeAll(async () => {
-    runtime = await startRuntime(
-      loadProject('serverless.yml'),
-      resolveSettings({ port: '0', invoker: 'in-process', mcpToken: 's3cret' }, {}),
-    )
+    runtime = await startInProcess('serverless.yml', { mcpToken: 's3cret' })
     url = `${runtime.gateway!.url}/mcp`
   })
   afterAll(async () => {
@@ -248,15 +239,7 @@ describe('toolbridge mcp (stdio)', () => {
   let client: Client
   beforeAll(async () => {
     client = new Client({ name: 'toolbridge-test', version: '1' })
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: ['bridge/cli/main.ts', 'mcp', '--invoker', 'in-process'],
-        cwd: ROOT,
-        env: cleanEnv(),
-        stderr: 'pipe',
-      }),
-    )
+    await client.connect(new StdioClientTransport(stdioBridge()))
   })
   afterAll(async () => {
     await client?.close()

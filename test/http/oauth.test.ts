@@ -20,9 +20,9 @@ import {
   protectedResourceMetadata,
   resourceMetadataUrl,
 } from '../../bridge/http/oauth.ts'
-import { loadProject } from '../../bridge/project/project.ts'
 import { type McpOAuthSettings, resolveSettings } from '../../bridge/project/settings.ts'
-import { type Runtime, startRuntime } from '../../bridge/runtime.ts'
+import type { Runtime } from '../../bridge/runtime.ts'
+import { startInProcess } from '../support/in-process-runtime.ts'
 
 type KeyPair = Awaited<ReturnType<typeof generateKeyPair>>
 
@@ -361,20 +361,15 @@ describe('/mcp with --mcp-auth oauth', () => {
   let runtime: Runtime
   let url: string
   beforeAll(async () => {
-    runtime = await startRuntime(
-      loadProject(fileURLToPath(new URL('../fixtures/hardening-http/serverless.yml', import.meta.url))),
-      resolveSettings(
-        {
-          port: '0',
-          invoker: 'in-process',
-          mcpAuth: 'oauth',
-          mcpIssuer: as.issuer,
-          mcpAudience: AUDIENCE,
-          mcpScopes: 'tools:call',
-          httpToken: 'tools-token',
-        },
-        {},
-      ),
+    runtime = await startInProcess(
+      fileURLToPath(new URL('../fixtures/hardening-http/serverless.yml', import.meta.url)),
+      {
+        mcpAuth: 'oauth',
+        mcpIssuer: as.issuer,
+        mcpAudience: AUDIENCE,
+        mcpScopes: 'tools:call',
+        httpToken: 'tools-token',
+      },
     )
     url = `${runtime.gateway!.url}/mcp`
   })

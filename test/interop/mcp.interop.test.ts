@@ -9,10 +9,9 @@ import { execFile, execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { loadProject } from '../../bridge/project/project.ts'
-import { resolveSettings } from '../../bridge/project/settings.ts'
-import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
+import type { Runtime } from '../../bridge/runtime.ts'
 import { interopScriptLines, TRUSTGRAPH_INSTALL, TRUSTGRAPH_VENV, trustgraphInstalled } from '../support/trustgraph.ts'
+import { startInProcess } from '../support/in-process-runtime.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const PYTHON = join(TRUSTGRAPH_VENV, 'bin/python')
@@ -45,10 +44,7 @@ describe.skipIf(!ready)("TrustGraph's MCP tool service calling /mcp", () => {
   let runtime: Runtime
   let mcp: Record<string, { 'remote-name': string; url: string; 'auth-token'?: string }>
   beforeAll(async () => {
-    runtime = await startRuntime(
-      loadProject('serverless.yml'),
-      resolveSettings({ port: '0', invoker: 'in-process', mcpToken: 'interop-token' }, {}),
-    )
+    runtime = await startInProcess('serverless.yml', { mcpToken: 'interop-token' })
     const url = `${runtime.gateway!.url}/mcp`
     const printed = await new Promise<string>((resolve, reject) =>
       execFile(

@@ -8,8 +8,7 @@
  * queues the agent loaded. Needs scripts/trustgraph-venv.sh and
  * rabbitmq-server or a Pulsar (scripts/pulsar.sh); .ci/run provides them.
  */
-import { execFile, type ChildProcess } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
+import type { ChildProcess } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ConfigClient } from '../../bridge/trustgraph/config-client.ts'
 import { loadProject } from '../../bridge/project/project.ts'
@@ -27,9 +26,7 @@ import {
   type TgBackend,
 } from '../support/trustgraph-config.ts'
 import { TELL_JOKE_TOOL } from '../support/example-descriptors.ts'
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
+import { runToolbridge } from '../support/toolbridge-cli.ts'
 
 if (!trustgraphInstalled())
   console.log(`skipping registration interop tests: needs TrustGraph's packages (${TRUSTGRAPH_INSTALL})`)
@@ -49,22 +46,22 @@ for (const b of BACKENDS) {
     )
 }
 
-function toolbridge(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['bridge/cli/main.ts', ...args],
-      { cwd: ROOT, env: cleanEnv(), timeout: 60_000 },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    )
-  })
-}
+const toolbridge = (...args: string[]) => runToolbridge(args, 60_000)
 
 describe.each(BACKENDS)("registering with TrustGraph's configuration service on $name", ({ backend, ready, start }) => {
   let broker: { url: string; stop(): Promise<void> }
   let configService: ChildProcess
   const trustgraphConfig = (commands: Parameters<typeof trustgraphConfigOn>[0]) => trustgraphConfigOn(commands, backend)
   const agentTools = () => agentToolsOn(backend)
+  /** The register and unregister flags of the MCP workspace: this broker, and the bridge's /mcp. */
+  const mcpWorkspace = () => [
+    '--broker',
+    broker.url,
+    '--workspace',
+    'interop-mcp',
+    '--mcp-url',
+    'http://toolbridge:8080/mcp',
+  ]
   beforeAll(async () => {
     if (!ready) return
     broker = await start()
@@ -119,19 +116,7 @@ describe.each(BACKENDS)("registering with TrustGraph's configuration service on 
   it.skipIf(!ready)(
     '--mcp-url adds mcp entries and mcp-tool tools that the agent loads as MCP tools with their arguments',
     async () => {
-      const run = await toolbridge(
-        'register',
-        '--broker',
-        broker.url,
-        '--workspace',
-        'interop-mcp',
-        '--mcp-url',
-        'http://toolbridge:8080/mcp',
-        '--mcp-token',
-        't0k',
-        '--timeout',
-        '20',
-      )
+      const run = await toolbridge('register', ...mcpWorkspace(), '--mcp-token', 't0k', '--timeout', '20')
       expect(run.code).toBe(0)
       const [mcp] = await trustgraphConfig([{ op: 'get', workspace: 'interop-mcp', type: 'mcp', key: 'calculate' }])
       expect(JSON.parse(mcp!.value as string)).toEqual({
@@ -153,17 +138,7 @@ describe.each(BACKENDS)("registering with TrustGraph's configuration service on 
   )
 
   it.skipIf(!ready)('toolbridge unregister deletes them again', async () => {
-    const run = await toolbridge(
-      'unregister',
-      '--broker',
-      broker.url,
-      '--workspace',
-      'interop-mcp',
-      '--mcp-url',
-      'http://toolbridge:8080/mcp',
-      '--timeout',
-      '20',
-    )
+    const run = await toolbridge('unregister', ...mcpWorkspace(), '--timeout', '20')
     expect(run).toMatchObject({ code: 0, stderr: '' })
     expect(run.stdout).toContain('deleted 12 config items from workspace "interop-mcp"')
     const results = await trustgraphConfig(

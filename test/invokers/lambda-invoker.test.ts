@@ -292,26 +292,21 @@ describe('LambdaInvoker, called directly', () => {
   })
 
   it("reports Lambda's own timeout (Task timed out) as a timeout", async () => {
-    fake.script(ECHO.location.lambdaName, {
-      type: 'payload',
-      functionError: 'Unhandled',
-      body: JSON.stringify({
-        errorType: 'Sandbox.Timedout',
-        errorMessage: 'RequestId: 1 Error: Task timed out after 1.00 seconds',
-      }),
-    })
+    fake.script(
+      ECHO.location.lambdaName,
+      reply.runtimeError('Sandbox.Timedout', 'RequestId: 1 Error: Task timed out after 1.00 seconds'),
+    )
     expect((await invoke(ECHO)).outcome).toMatchObject({ ok: false, kind: 'timeout' })
   })
 
   it("reports Lambda's refusal of a result over 6 MB as too-large", async () => {
-    fake.script(ECHO.location.lambdaName, {
-      type: 'payload',
-      functionError: 'Unhandled',
-      body: JSON.stringify({
-        errorType: 'Function.ResponseSizeTooLarge',
-        errorMessage: 'Response payload size exceeded maximum allowed payload size (6291556 bytes).',
-      }),
-    })
+    fake.script(
+      ECHO.location.lambdaName,
+      reply.runtimeError(
+        'Function.ResponseSizeTooLarge',
+        'Response payload size exceeded maximum allowed payload size (6291556 bytes).',
+      ),
+    )
     expect((await invoke(ECHO)).outcome).toMatchObject({ ok: false, kind: 'too-large' })
   })
 

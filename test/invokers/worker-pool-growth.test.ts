@@ -41,6 +41,17 @@ class StandIn implements PooledEnvironment {
     this.hooks.onFree(this)
   }
 
+  /** It may be stuck (a timed-out invocation not yet given up): it takes no new invocations until it resumes. */
+  pause(): void {
+    this.paused = true
+    this.hooks.onPause(this)
+  }
+
+  resume(): void {
+    this.paused = false
+    this.hooks.onResume(this)
+  }
+
   end(): Promise<number> {
     this.dead = true
     this.ended = true
@@ -90,6 +101,20 @@ async function startAfter(ms: number, envs: StandIn[]): Promise<void> {
   await turn()
 }
 
+/** Asks as `ask` does and lets the turn run: the calls then have the places given in that turn. */
+async function askThenTurn(from: Pool<StandIn>, count: number) {
+  const given = ask(from, count)
+  await turn()
+  return given
+}
+
+/** Asks the pool for `count` places and starts, 10 ms later, every environment made so far. */
+async function started(fn: Pool<StandIn>, count: number): Promise<StandIn[]> {
+  await askThenTurn(fn, count)
+  await startAfter(10, created)
+  return created
+}
+
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
   created = []
@@ -112,8 +137,7 @@ describe('a burst on a cold function', () => {
 
   it('gives the first environments as long as their start took to take the burst before starting more', async () => {
     const fn = pool(16)
-    const given = ask(fn, 8)
-    await turn()
+    const given = await askThenTurn(fn, 8)
     await startAfter(30, created.slice(0, 2))
     expect(given.filter(Boolean)).toHaveLength(2)
     // Six still wait, all longer than a start takes, but the two just started may take them.
@@ -127,8 +151,7 @@ describe('a burst on a cold function', () => {
 
   it('starts none more when the first environments take the whole burst within that time', async () => {
     const fn = pool(16)
-    const given = ask(fn, 8)
-    await turn()
+    const given = await askThenTurn(fn, 8)
     const [first, second] = created as [StandIn, StandIn]
     await startAfter(30, [first, second])
     for (let round = 0; round < 3; round++) {
@@ -144,8 +167,7 @@ describe('a burst on a cold function', () => {
 
   it('with every environment still starting, starts one per waiting invocation up to the limit as each start ends', async () => {
     const fn = pool(3, { startsAtOnce: 2 })
-    const given = ask(fn, 5)
-    await turn()
+    const given = await askThenTurn(fn, 5)
     expect(created).toHaveLength(2)
     await startAfter(10, created.slice(0, 2))
     await vi.advanceTimersByTimeAsync(10)
@@ -160,8 +182,7 @@ describe('a burst on a cold function', () => {
 describe('steady load', () => {
   it('starts another environment for a queue that never empties, though each call in it waits less than a start', async () => {
     const fn = pool(16)
-    ask(fn, 1)
-    await turn()
+    await askThenTurn(fn, 1)
     const [env] = created as [StandIn]
     await startAfter(30, [env])
     const asked = [ask(fn, 2)]
@@ -178,8 +199,7 @@ describe('steady load', () => {
 
   it('starts none while the queue empties within a start, however often it fills', async () => {
     const fn = pool(16)
-    ask(fn, 1)
-    await turn()
+    await askThenTurn(fn, 1)
     const [env] = created as [StandIn]
     await startAfter(30, [env])
     for (let tick = 0; tick < 20; tick++) {
@@ -195,8 +215,7 @@ describe('steady load', () => {
 describe('a pause of the main thread', () => {
   it('does not start an environment for an invocation whose environment was freed during the pause', async () => {
     const fn = pool(16)
-    ask(fn, 1)
-    await turn()
+    await askThenTurn(fn, 1)
     const [env] = created as [StandIn]
     await startAfter(30, [env])
     const [behind] = ask(fn, 1)
@@ -213,11 +232,9 @@ describe('a pause of the main thread', () => {
   it('starts one for an invocation that really waited that long', async () => {
     await vi.advanceTimersByTimeAsync(1_000) // a clock that does not start at zero
     const fn = pool(16)
-    ask(fn, 1)
-    await turn()
+    await askThenTurn(fn, 1)
     await startAfter(30, created.slice(0, 1))
-    const behind = ask(fn, 1)
-    await turn()
+    const behind = await askThenTurn(fn, 1)
     await vi.advanceTimersByTimeAsync(29)
     await turn()
     expect(created).toHaveLength(1)
@@ -232,23 +249,16 @@ describe('a pause of the main thread', () => {
 describe('places', () => {
   it('an environment given places back one by one is handed out no more than it has', async () => {
     const fn = pool(1, { perWorker: 3 })
-    ask(fn, 3)
-    await turn()
-    await startAfter(10, created)
-    const [env] = created as [StandIn]
+    const [env] = (await started(fn, 3)) as [StandIn]
     env.free()
     env.free()
-    const next = ask(fn, 3)
-    await turn()
+    const next = await askThenTurn(fn, 3)
     expect(next).toEqual([env, env, undefined])
   })
 
   it('go to the environment most recently given one back, and waiting invocations in arrival order', async () => {
     const fn = pool(3, { startsAtOnce: 3 })
-    ask(fn, 3)
-    await turn()
-    await startAfter(10, created)
-    const [a, b, c] = created as [StandIn, StandIn, StandIn]
+    const [a, b, c] = (await started(fn, 3)) as [StandIn, StandIn, StandIn]
     const waiting = ask(fn, 2)
     b.free()
     a.free()
@@ -257,40 +267,32 @@ describe('places', () => {
     a.free()
     c.free()
     b.free()
-    const next = ask(fn, 3)
-    await turn()
+    const next = await askThenTurn(fn, 3)
     expect(next).toEqual([b, c, a])
   })
 
   it('with several invocations per environment, fill one before another starts, and give none more than it holds', async () => {
     const fn = pool(4, { perWorker: 3 })
-    const given = ask(fn, 3)
-    await turn()
+    const given = await askThenTurn(fn, 3)
     expect(created).toHaveLength(1)
     await startAfter(10, created)
     const [env] = created as [StandIn]
     expect(given).toEqual([env, env, env])
-    const fourth = ask(fn, 1)
-    await turn()
+    const fourth = await askThenTurn(fn, 1)
     expect(fourth).toEqual([undefined])
     env.free()
     await turn()
     expect(fourth).toEqual([env])
     env.free()
-    const fifth = ask(fn, 1)
-    await turn()
+    const fifth = await askThenTurn(fn, 1)
     expect(fifth).toEqual([env])
     expect(created).toHaveLength(1)
   })
 
   it('an environment whose places grew hands the new ones to waiting invocations as it gives one back', async () => {
     const fn = pool(1)
-    ask(fn, 1)
-    await turn()
-    await startAfter(10, created)
-    const [env] = created as [StandIn]
-    const waiting = ask(fn, 4)
-    await turn()
+    const [env] = (await started(fn, 1)) as [StandIn]
+    const waiting = await askThenTurn(fn, 4)
     expect(waiting).toEqual([undefined, undefined, undefined, undefined])
     env.places = 4 // its function turned out quick: three may wait in line behind the one running
     env.free()
@@ -302,18 +304,13 @@ describe('places', () => {
 
   it('an environment whose places shrank is handed out no more until it holds fewer than it has', async () => {
     const fn = pool(2, { startsAtOnce: 1 })
-    ask(fn, 1)
-    await turn()
-    await startAfter(10, created)
-    const [env] = created as [StandIn]
+    const [env] = (await started(fn, 1)) as [StandIn]
     env.places = 3
     env.free()
-    const two = ask(fn, 2)
-    await turn()
+    const two = await askThenTurn(fn, 2)
     expect(two).toEqual([env, env])
     env.places = 1 // the invocation it runs turned out slow
-    const next = ask(fn, 1)
-    await turn()
+    const next = await askThenTurn(fn, 1)
     expect(next).toEqual([undefined])
     env.free()
     await turn()
@@ -326,46 +323,35 @@ describe('places', () => {
 
   it('an environment whose places shrank to what it holds is not handed out; the next most recent one is', async () => {
     const fn = pool(2, { perWorker: 3, startsAtOnce: 2 })
-    ask(fn, 4)
-    await turn()
-    await startAfter(10, created)
-    const [first, second] = created as [StandIn, StandIn]
+    const [first, second] = (await started(fn, 4)) as [StandIn, StandIn]
     expect([first.held, second.held]).toEqual([3, 1])
     first.free() // the most recent to give one back: 2 held of 3
     first.places = 2
-    const next = ask(fn, 1)
-    await turn()
+    const next = await askThenTurn(fn, 1)
     expect(next).toEqual([second])
   })
 
   it('one given a place back while it was full comes first after, also with another given one back before it', async () => {
     const fn = pool(2, { startsAtOnce: 2 })
-    ask(fn, 2)
-    await turn()
-    await startAfter(10, created)
-    const [a, b] = created as [StandIn, StandIn]
+    const [a, b] = (await started(fn, 2)) as [StandIn, StandIn]
     b.free()
     a.free()
-    const both = ask(fn, 2)
-    await turn()
+    const both = await askThenTurn(fn, 2)
     expect(both).toEqual([a, b])
     a.free()
     b.free() // while a is spare again, b comes back last: it is the one to use next
-    const next = ask(fn, 1)
-    await turn()
+    const next = await askThenTurn(fn, 1)
     expect(next).toEqual([b])
   })
 
   it('a load error is given to the oldest waiting invocation, and an environment nobody waits for is ended', async () => {
     const fn = pool(4, { startsAtOnce: 2 })
-    const first = ask(fn, 1)
-    await turn()
+    const first = await askThenTurn(fn, 1)
     const [failing] = created as [StandIn]
     failing.start('SyntaxError: nope')
     await turn()
     expect(first).toEqual([failing])
-    const two = ask(fn, 2)
-    await turn()
+    const two = await askThenTurn(fn, 2)
     const [, works, spare] = created as [StandIn, StandIn, StandIn]
     works.start()
     await turn()
@@ -382,12 +368,8 @@ describe('places', () => {
 describe('an environment that ends', () => {
   it('is forgotten, and invocations waiting for a place get a new one at once when no other runs', async () => {
     const fn = pool(2, { startsAtOnce: 1 })
-    ask(fn, 1)
-    await turn()
-    await startAfter(10, created)
-    const [env] = created as [StandIn]
-    const waiting = ask(fn, 2)
-    await turn()
+    const [env] = (await started(fn, 1)) as [StandIn]
+    const waiting = await askThenTurn(fn, 2)
     env.dead = true
     env.hooks.onDeath(env)
     expect(fn.size).toBe(0)
@@ -402,8 +384,7 @@ describe('an environment that ends', () => {
 
   it('one that ended on a load error is ended by discard and no longer counted', async () => {
     const fn = pool(2, { startsAtOnce: 1 })
-    const first = ask(fn, 1)
-    await turn()
+    const first = await askThenTurn(fn, 1)
     const [env] = created as [StandIn]
     env.start('SyntaxError: nope')
     await turn()
@@ -417,8 +398,7 @@ describe('an environment that ends', () => {
 describe('an environment that ends (more)', () => {
   it('while it starts, leaves the invocation waiting for it to another one started at once', async () => {
     const fn = pool(2, { startsAtOnce: 1 })
-    const waiting = ask(fn, 1)
-    await turn()
+    const waiting = await askThenTurn(fn, 1)
     const [dying] = created as [StandIn]
     dying.dead = true
     dying.hooks.onDeath(dying)
@@ -430,15 +410,13 @@ describe('an environment that ends (more)', () => {
 
   it('while idle, is never handed out again', async () => {
     const fn = pool(2, { startsAtOnce: 1 })
-    ask(fn, 1)
-    await turn()
+    await askThenTurn(fn, 1)
     const [env] = created as [StandIn]
     await startAfter(10, [env])
     env.free()
     env.dead = true
     env.hooks.onDeath(env)
-    const next = ask(fn, 1)
-    await turn()
+    const next = await askThenTurn(fn, 1)
     await startAfter(10, created.slice(1))
     expect(next).toEqual([created[1]])
   })
@@ -447,46 +425,32 @@ describe('an environment that ends (more)', () => {
 describe('an environment that may be stuck', () => {
   it('takes no invocation while paused, even with a place free', async () => {
     const fn = pool(1, { perWorker: 2 })
-    ask(fn, 1)
-    await turn()
-    await startAfter(10, created)
-    const [env] = created as [StandIn]
-    env.paused = true
-    env.hooks.onPause(env)
-    const waiting = ask(fn, 1)
-    await turn()
+    const [env] = (await started(fn, 1)) as [StandIn]
+    env.pause()
+    const waiting = await askThenTurn(fn, 1)
     expect(waiting).toEqual([undefined])
   })
 
   it('pausing one that has no free place leaves the others as they were', async () => {
     const fn = pool(2, { startsAtOnce: 2 })
-    ask(fn, 2)
-    await turn()
-    await startAfter(10, created)
-    const [a, b] = created as [StandIn, StandIn]
+    const [a, b] = (await started(fn, 2)) as [StandIn, StandIn]
     a.free()
-    b.paused = true
-    b.hooks.onPause(b) // b holds its one place: it is not among the spare ones
-    const next = ask(fn, 1)
-    await turn()
+    b.pause() // b holds its one place: it is not among the spare ones
+    const next = await askThenTurn(fn, 1)
     expect(next).toEqual([a])
   })
 
   it('takes no invocation while paused; its free places go to waiting invocations when it resumes', async () => {
     const fn = pool(1, { perWorker: 2 })
-    const first = ask(fn, 2)
-    await turn()
+    const first = await askThenTurn(fn, 2)
     await startAfter(10, created)
     const [env] = created as [StandIn]
     expect(first).toEqual([env, env])
-    env.paused = true
-    env.hooks.onPause(env)
+    env.pause()
     env.free() // one of its invocations timed out and was given up
-    const waiting = ask(fn, 1)
-    await turn()
+    const waiting = await askThenTurn(fn, 1)
     expect(waiting).toEqual([undefined])
-    env.paused = false
-    env.hooks.onResume(env)
+    env.resume()
     expect(waiting).toEqual([undefined])
     await turn()
     expect(waiting).toEqual([env])
@@ -494,18 +458,12 @@ describe('an environment that may be stuck', () => {
 
   it('resumed with no invocation waiting, takes new ones again', async () => {
     const fn = pool(1, { perWorker: 2 })
-    ask(fn, 2)
-    await turn()
-    await startAfter(10, created)
-    const [env] = created as [StandIn]
-    env.paused = true
-    env.hooks.onPause(env)
+    const [env] = (await started(fn, 2)) as [StandIn]
+    env.pause()
     env.free()
     env.free()
-    env.paused = false
-    env.hooks.onResume(env)
-    const next = ask(fn, 3)
-    await turn()
+    env.resume()
+    const next = await askThenTurn(fn, 3)
     expect(next).toEqual([env, env, undefined])
   })
 })
@@ -513,22 +471,15 @@ describe('an environment that may be stuck', () => {
 describe('an environment that resumes', () => {
   it('gives its waiting invocations exactly the places it has free, and takes no more after', async () => {
     const fn = pool(1, { perWorker: 3 })
-    ask(fn, 3)
-    await turn()
-    await startAfter(10, created)
-    const [env] = created as [StandIn]
-    env.paused = true
-    env.hooks.onPause(env)
+    const [env] = (await started(fn, 3)) as [StandIn]
+    env.pause()
     env.free()
     env.free()
-    const waiting = ask(fn, 3)
-    await turn()
-    env.paused = false
-    env.hooks.onResume(env)
+    const waiting = await askThenTurn(fn, 3)
+    env.resume()
     await turn()
     expect(waiting).toEqual([env, env, undefined])
-    const later = ask(fn, 1)
-    await turn()
+    const later = await askThenTurn(fn, 1)
     expect(later).toEqual([undefined])
     env.free()
     await turn()
@@ -538,15 +489,10 @@ describe('an environment that resumes', () => {
 
   it('with nothing left to run, is idle: ended after the idle timeout', async () => {
     const fn = pool(1, { perWorker: 2 })
-    ask(fn, 1)
-    await turn()
-    await startAfter(10, created)
-    const [env] = created as [StandIn]
-    env.paused = true
-    env.hooks.onPause(env)
+    const [env] = (await started(fn, 1)) as [StandIn]
+    env.pause()
     env.free()
-    env.paused = false
-    env.hooks.onResume(env)
+    env.resume()
     await vi.advanceTimersByTimeAsync(SIZING.idleTimeoutMs)
     expect(env.ended).toBe(true)
     expect(fn.size).toBe(0)
@@ -554,16 +500,11 @@ describe('an environment that resumes', () => {
 
   it('of a replaced pool, ends once it has nothing left to run', async () => {
     const fn = pool(1, { perWorker: 2 })
-    ask(fn, 2)
-    await turn()
-    await startAfter(10, created)
-    const [env] = created as [StandIn]
-    env.paused = true
-    env.hooks.onPause(env)
+    const [env] = (await started(fn, 2)) as [StandIn]
+    env.pause()
     fn.replace()
     env.free()
-    env.paused = false
-    env.hooks.onResume(env)
+    env.resume()
     expect(env.ended).toBe(false) // one invocation still runs
     env.free()
     expect(env.ended).toBe(true)
@@ -571,31 +512,21 @@ describe('an environment that resumes', () => {
 
   it('of a replaced pool, with everything it held given up, ends as it resumes', async () => {
     const fn = pool(1, { perWorker: 2 })
-    ask(fn, 1)
-    await turn()
-    await startAfter(10, created)
-    const [env] = created as [StandIn]
-    env.paused = true
-    env.hooks.onPause(env)
+    const [env] = (await started(fn, 1)) as [StandIn]
+    env.pause()
     fn.replace()
     env.free()
     expect(env.ended).toBe(false)
-    env.paused = false
-    env.hooks.onResume(env)
+    env.resume()
     expect(env.ended).toBe(true)
   })
 
   it('after it ended, gives nothing', async () => {
     const fn = pool(1, { perWorker: 2, startsAtOnce: 1 })
-    ask(fn, 2)
-    await turn()
-    await startAfter(10, created)
-    const [env] = created as [StandIn]
-    env.paused = true
-    env.hooks.onPause(env)
+    const [env] = (await started(fn, 2)) as [StandIn]
+    env.pause()
     env.free()
-    const waiting = ask(fn, 1)
-    await turn()
+    const waiting = await askThenTurn(fn, 1)
     env.dead = true
     env.hooks.onResume(env)
     await turn()
@@ -606,13 +537,9 @@ describe('an environment that resumes', () => {
 describe('a pool replaced by newer code', () => {
   it('ends its idle environments at once and each busy one once it has answered what waits for it', async () => {
     const fn = pool(3, { startsAtOnce: 3 })
-    ask(fn, 3)
-    await turn()
-    await startAfter(10, created)
-    const [a, b, c] = created as [StandIn, StandIn, StandIn]
+    const [a, b, c] = (await started(fn, 3)) as [StandIn, StandIn, StandIn]
     a.free()
-    const waiting = ask(fn, 2)
-    await turn()
+    const waiting = await askThenTurn(fn, 2)
     expect(waiting).toEqual([a, undefined])
     fn.replace()
     expect(created.map((env) => env.ended)).toEqual([false, false, false])
@@ -630,10 +557,7 @@ describe('a pool replaced by newer code', () => {
 
   it('keeps a busy environment with a free place until it has nothing left to run', async () => {
     const fn = pool(1, { perWorker: 3 })
-    ask(fn, 2)
-    await turn()
-    await startAfter(10, created)
-    const [env] = created as [StandIn]
+    const [env] = (await started(fn, 2)) as [StandIn]
     fn.replace()
     expect(env.ended).toBe(false)
     env.free()
@@ -644,10 +568,7 @@ describe('a pool replaced by newer code', () => {
 
   it('ends an idle environment at once', async () => {
     const fn = pool(2, { startsAtOnce: 2 })
-    ask(fn, 2)
-    await turn()
-    await startAfter(10, created)
-    const [a, b] = created as [StandIn, StandIn]
+    const [a, b] = (await started(fn, 2)) as [StandIn, StandIn]
     a.free()
     fn.replace()
     expect([a.ended, b.ended]).toEqual([true, false])
@@ -657,10 +578,7 @@ describe('a pool replaced by newer code', () => {
 describe('idle environments', () => {
   it('end after the idle timeout, down to the warm ones, longest idle first', async () => {
     const fn = pool(3, { startsAtOnce: 3, warm: 1 })
-    ask(fn, 3)
-    await turn()
-    await startAfter(10, created)
-    const [a, b, c] = created as [StandIn, StandIn, StandIn]
+    const [a, b, c] = (await started(fn, 3)) as [StandIn, StandIn, StandIn]
     b.free()
     await vi.advanceTimersByTimeAsync(1_000)
     a.free()
@@ -679,10 +597,7 @@ describe('idle environments', () => {
 
   it('longest idle first, also when an environment with several places went idle after another', async () => {
     const fn = pool(2, { perWorker: 2, startsAtOnce: 2, warm: 1 })
-    ask(fn, 4)
-    await turn()
-    await startAfter(10, created)
-    const [a, b] = created as [StandIn, StandIn]
+    const [a, b] = (await started(fn, 4)) as [StandIn, StandIn]
     a.free() // a is spare first, still running one
     await vi.advanceTimersByTimeAsync(10)
     b.free()
@@ -695,9 +610,7 @@ describe('idle environments', () => {
 
   it('down to the warm ones even when several are due at once', async () => {
     const fn = pool(2, { startsAtOnce: 2, warm: 1 })
-    ask(fn, 2)
-    await turn()
-    await startAfter(10, created)
+    await started(fn, 2)
     for (const env of created) env.free()
     await vi.advanceTimersByTimeAsync(SIZING.idleTimeoutMs)
     expect(created.filter((env) => env.ended)).toHaveLength(1)
@@ -706,19 +619,14 @@ describe('idle environments', () => {
 
   it('one with several places, running an invocation, is never ended', async () => {
     const fn = pool(1, { perWorker: 2 })
-    ask(fn, 1)
-    await turn()
-    await startAfter(10, created)
+    await started(fn, 1)
     await vi.advanceTimersByTimeAsync(10 * SIZING.idleTimeoutMs)
     expect(created[0]?.ended).toBe(false)
   })
 
   it('an environment running an invocation is never ended', async () => {
     const fn = pool(2, { startsAtOnce: 2 })
-    ask(fn, 2)
-    await turn()
-    await startAfter(10, created)
-    const [a] = created as [StandIn]
+    const [a] = (await started(fn, 2)) as [StandIn]
     a.free()
     await vi.advanceTimersByTimeAsync(10 * SIZING.idleTimeoutMs)
     expect(created.map((env) => env.ended)).toEqual([true, false])
@@ -736,9 +644,7 @@ describe('a closed pool', () => {
 
   it('ends no idle environment later: it ended them all', async () => {
     const fn = pool(2, { startsAtOnce: 2 })
-    ask(fn, 2)
-    await turn()
-    await startAfter(10, created)
+    await started(fn, 2)
     for (const env of created) env.free()
     await fn.close()
     for (const env of created) env.ended = false // as if the ends were still under way
@@ -748,9 +654,7 @@ describe('a closed pool', () => {
 
   it('starts nothing for invocations still waiting, and ends what it has', async () => {
     const fn = pool(4, { startsAtOnce: 1 })
-    ask(fn, 3)
-    await turn()
-    await startAfter(10, created)
+    await started(fn, 3)
     await fn.close()
     await vi.advanceTimersByTimeAsync(1_000)
     expect(created).toHaveLength(1)

@@ -24,6 +24,7 @@ import {
   MessageMetadata,
   SingleMessageMetadata,
 } from '../../lib/pulsar-client/proto.ts'
+import { thrownBy } from '../support/thrown.ts'
 
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8')
 const utf8 = (s: string) => new Uint8Array(Buffer.from(s, 'utf8'))
@@ -458,13 +459,7 @@ describe('compression', () => {
   it.each(codecs)(
     'refuses a $name payload whose size differs from the metadata, as a final protocol error',
     ({ type, compress }) => {
-      const error = (() => {
-        try {
-          decompress(type, compress(original), original.length + 1)
-        } catch (err) {
-          return err
-        }
-      })()
+      const error = thrownBy(() => decompress(type, compress(original), original.length + 1))
       expect(error).toBeInstanceOf(PulsarError)
       expect(error).toMatchObject({ code: 'ProtocolError', retriable: false })
     },
@@ -473,13 +468,7 @@ describe('compression', () => {
   it.each(codecs.filter((c) => c.type !== CompressionType.LZ4))(
     'refuses corrupt $name data with a ProtocolError',
     ({ type }) => {
-      const error = (() => {
-        try {
-          decompress(type, utf8('this is not compressed data at all'), 100)
-        } catch (err) {
-          return err
-        }
-      })()
+      const error = thrownBy(() => decompress(type, utf8('this is not compressed data at all'), 100))
       expect(error).toBeInstanceOf(PulsarError)
       expect((error as PulsarError).code).toBe('ProtocolError')
     },
@@ -488,13 +477,7 @@ describe('compression', () => {
   it.each(codecs)(
     'refuses a $name payload that inflates past its declared size, as a final protocol error',
     ({ type, compress }) => {
-      const error = (() => {
-        try {
-          decompress(type, compress(original), original.length - 1)
-        } catch (err) {
-          return err
-        }
-      })()
+      const error = thrownBy(() => decompress(type, compress(original), original.length - 1))
       expect(error).toBeInstanceOf(PulsarError)
       expect(error).toMatchObject({ code: 'ProtocolError', retriable: false })
     },

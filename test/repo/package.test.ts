@@ -24,10 +24,11 @@ import {
   writeFileSync,
 } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { delimiter, join } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RABBITMQ_INSTALL, rabbitmqInstalled, startRabbitmq, type RabbitBroker } from '../support/rabbitmq.ts'
+import { strangerEnv } from '../support/stranger-env.ts'
 import { TRUSTGRAPH_INSTALL, trustgraphClientCalls, trustgraphInstalled } from '../support/trustgraph.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -35,34 +36,14 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const INSTALL_TIMEOUT_MS = 300_000
 const CHILD_TIMEOUT_MS = 120_000
 
-/**
- * The environment of a stranger's shell: no TOOLBRIDGE_* settings, none of the npm_* variables that
- * `npm test` passes down, and no node_modules/.bin of this clone on the PATH.
- */
-function strangerEnv(): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([key]) =>
-        !key.startsWith('TOOLBRIDGE_') &&
-        !/^npm_/i.test(key) &&
-        !['NODE_PATH', 'NODE_OPTIONS', 'FORCE_COLOR'].includes(key),
-    ),
-  )
-  env.PATH = (process.env.PATH ?? '')
-    .split(delimiter)
-    .filter((entry) => !entry.includes('node_modules'))
-    .join(delimiter)
-  return {
-    ...env,
-    // What scripts/sls.ts sets for the clone: sls package needs no AWS and reaches no AWS.
-    AWS_ACCESS_KEY_ID: 'toolbridge-offline',
-    AWS_SECRET_ACCESS_KEY: 'toolbridge-offline',
-    AWS_EC2_METADATA_DISABLED: 'true',
-    SLS_TELEMETRY_DISABLED: '1',
-    SLS_NOTIFICATIONS_MODE: 'off',
-    NO_COLOR: '1',
-  }
-}
+/** What scripts/sls.ts sets for the clone: sls package needs no AWS and reaches no AWS. */
+const STRANGER_ENV = strangerEnv({
+  AWS_ACCESS_KEY_ID: 'toolbridge-offline',
+  AWS_SECRET_ACCESS_KEY: 'toolbridge-offline',
+  AWS_EC2_METADATA_DISABLED: 'true',
+  SLS_TELEMETRY_DISABLED: '1',
+  SLS_NOTIFICATIONS_MODE: 'off',
+})
 
 interface Run {
   code: number | null
@@ -75,7 +56,7 @@ function runCommand(command: string, args: string[], cwd: string, timeout = CHIL
     execFile(
       command,
       args,
-      { cwd, env: strangerEnv(), timeout, maxBuffer: 64 * 1024 * 1024 },
+      { cwd, env: STRANGER_ENV, timeout, maxBuffer: 64 * 1024 * 1024 },
       (error, stdout, stderr) => {
         resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr })
       },
@@ -105,7 +86,7 @@ async function serve<T>(
 ): Promise<Serving<T>> {
   const child = spawn(bin(project, 'toolbridge'), ['start', ...args], {
     cwd: project,
-    env: strangerEnv(),
+    env: STRANGER_ENV,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
@@ -148,6 +129,17 @@ let project: string
 /** An Express app on API Gateway that was there before toolbridge. */
 let shop: string
 
+/** The shop's one function, an HTTP API route, in its serverless.yml before and after toolbridge. */
+const SHOP_FUNCTION = [
+  'functions:',
+  '  api:',
+  '    handler: handler.handler',
+  '    events:',
+  '      - httpApi:',
+  '          method: GET',
+  '          path: /products/{sku}',
+]
+
 /** The shop as it was before toolbridge: an Express app, wrapped for Lambda by serverless-http, on an HTTP API. */
 function writeShop(folder: string): void {
   const files: Record<string, string> = {
@@ -172,13 +164,7 @@ function writeShop(folder: string): void {
       'provider:',
       '  name: aws',
       '  runtime: nodejs24.x',
-      'functions:',
-      '  api:',
-      '    handler: handler.handler',
-      '    events:',
-      '      - httpApi:',
-      '          method: GET',
-      '          path: /products/{sku}',
+      ...SHOP_FUNCTION,
       '',
     ].join('\n'),
   }
@@ -190,13 +176,7 @@ function writeShop(folder: string): void {
 const SHOP_TOOL_SERVICE = [
   'plugins:',
   '  - toolbridge/serverless',
-  'functions:',
-  '  api:',
-  '    handler: handler.handler',
-  '    events:',
-  '      - httpApi:',
-  '          method: GET',
-  '          path: /products/{sku}',
+  ...SHOP_FUNCTION,
   '    toolService:',
   '      id: product-service',
   '      topic: product',
@@ -489,6 +469,16 @@ describe('a JavaScript project from the streaming template', () => {
   })
 })
 
+/** `toolbridge invoke lookup-product` in `folder` for a SKU in USD, in process then in worker threads: both answers, parsed. */
+async function lookUpInUsd(folder: string, sku: string): Promise<unknown[]> {
+  const answers: unknown[] = []
+  for (const invoker of ['in-process', 'worker-threads']) {
+    const args = ['invoke', 'lookup-product', '--arg', `sku=${sku}`, '--arg', 'currency=USD', '--invoker', invoker]
+    answers.push(JSON.parse(await succeed(bin(folder, 'toolbridge'), args, folder)))
+  }
+  return answers
+}
+
 describe('an existing Express app on API Gateway, with toolbridge added', () => {
   it('is no tool service until it has a toolService: block, and start says so', async () => {
     const run = await runCommand(bin(shop, 'toolbridge'), ['start', '--port', '0'], shop)
@@ -500,14 +490,8 @@ describe('an existing Express app on API Gateway, with toolbridge added', () => 
     const yml = join(shop, 'serverless.yml')
     const before = readFileSync(yml, 'utf8')
     writeFileSync(yml, before.slice(0, before.indexOf('functions:')) + SHOP_TOOL_SERVICE)
-    for (const invoker of ['in-process', 'worker-threads']) {
-      const answer = await succeed(
-        bin(shop, 'toolbridge'),
-        ['invoke', 'lookup-product', '--arg', 'sku=SKU-1', '--arg', 'currency=USD', '--invoker', invoker],
-        shop,
-      )
-      expect(JSON.parse(answer)).toEqual({ sku: 'SKU-1', name: 'Kettle', price: 30, currency: 'USD' })
-    }
+    const kettle = { sku: 'SKU-1', name: 'Kettle', price: 30, currency: 'USD' }
+    expect(await lookUpInUsd(shop, 'SKU-1')).toEqual([kettle, kettle])
     const missing = await runCommand(
       bin(shop, 'toolbridge'),
       ['invoke', 'lookup-product', '--arg', 'sku=SKU-9', '--invoker', 'worker-threads'],
@@ -538,14 +522,8 @@ describe('projects from the existing-api and http-function templates', () => {
     await succeed(bin(shop, 'toolbridge'), ['init', api, '--template', 'existing-api', '--js'], work)
     // Its dependencies are the shop's: toolbridge, express, serverless-http.
     symlinkSync(join(shop, 'node_modules'), join(api, 'node_modules'), 'dir')
-    for (const invoker of ['in-process', 'worker-threads']) {
-      const answer = await succeed(
-        bin(api, 'toolbridge'),
-        ['invoke', 'lookup-product', '--arg', 'sku=SKU-2', '--arg', 'currency=USD', '--invoker', invoker],
-        api,
-      )
-      expect(JSON.parse(answer)).toEqual({ sku: 'SKU-2', name: 'Teapot', price: 25.92, currency: 'USD' })
-    }
+    const teapot = { sku: 'SKU-2', name: 'Teapot', price: 25.92, currency: 'USD' }
+    expect(await lookUpInUsd(api, 'SKU-2')).toEqual([teapot, teapot])
   })
 
   it('http-function: the server it runs answers greet through toolbridge', async () => {
@@ -554,7 +532,7 @@ describe('projects from the existing-api and http-function templates', () => {
     symlinkSync(join(project, 'node_modules'), join(http, 'node_modules'), 'dir')
     const server = spawn(process.execPath, ['functions/greet/server.ts', '0'], {
       cwd: http,
-      env: strangerEnv(),
+      env: STRANGER_ENV,
       stdio: ['ignore', 'pipe', 'inherit'],
     })
     const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)))

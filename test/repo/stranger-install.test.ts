@@ -11,10 +11,11 @@
 import { execFile } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { delimiter, join } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { stripVTControlCharacters } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
+import { strangerEnv } from '../support/stranger-env.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 /** A fail-safe against a hung install on a busy machine, not a limit on how fast it must be. */
@@ -27,36 +28,19 @@ function installLines(readme: string): string[] {
   return match[1].split('\n').filter((line) => line.trim() !== '')
 }
 
-/** A stranger's shell: no TOOLBRIDGE_* or npm_* settings from `npm test`, no node_modules/.bin of this clone on the PATH. */
-function strangerEnv(): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([key]) =>
-        !key.startsWith('TOOLBRIDGE_') &&
-        !/^npm_/i.test(key) &&
-        !['NODE_PATH', 'NODE_OPTIONS', 'FORCE_COLOR'].includes(key),
-    ),
-  )
-  env.PATH = (process.env.PATH ?? '')
-    .split(delimiter)
-    .filter((entry) => !entry.includes('node_modules'))
-    .join(delimiter)
-  // The npm cache first: the install is the same, only fewer trips to the registry.
-  return {
-    ...env,
-    NO_COLOR: '1',
-    npm_config_prefer_offline: 'true',
-    npm_config_audit: 'false',
-    npm_config_fund: 'false',
-  }
-}
+/** A stranger's shell; the npm cache first: the install is the same, only fewer trips to the registry. */
+const STRANGER_ENV = strangerEnv({
+  npm_config_prefer_offline: 'true',
+  npm_config_audit: 'false',
+  npm_config_fund: 'false',
+})
 
 function run(command: string, args: string[], cwd: string): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
     execFile(
       command,
       args,
-      { cwd, env: strangerEnv(), timeout: INSTALL_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 },
+      { cwd, env: STRANGER_ENV, timeout: INSTALL_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0
         resolve({ code, output: stripVTControlCharacters(stdout + stderr) })

@@ -13,15 +13,7 @@ import { StreamTooLarge } from '../../bridge/invokers/run-handler.ts'
 import { createRetry, isRetriable, RetriesExhaustedError, RetryableAttempt } from '../../bridge/support/retry.ts'
 import { MemoryBroker, MemoryTransport } from '../../bridge/transports/memory/memory-transport.ts'
 import { RequestClient, ToolCallError, ToolCallTimeoutError } from '../../bridge/trustgraph/request-client.ts'
-
-const thrownBy = (fn: () => unknown): unknown => {
-  try {
-    fn()
-  } catch (err) {
-    return err
-  }
-  throw new Error('did not throw')
-}
+import { thrownBy } from '../support/thrown.ts'
 
 describe('messageOf', () => {
   it("is an Error's own message", () => {

@@ -10,6 +10,7 @@ import {
   rabbitQueue,
   type QueueName,
 } from '../../shared/queues.ts'
+import { thrownBy } from '../support/thrown.ts'
 
 interface Row {
   name: string
@@ -22,61 +23,50 @@ interface Row {
 }
 
 /** docs/wire-contract.md#queue-names, one row per spelling; `svc` is the subscription name. */
+const REQUEST: Row = {
+  name: 'request:tg:joke',
+  parsed: { cls: 'request', topicspace: 'tg', topic: 'joke', persistent: false },
+  pulsar: 'non-persistent://tg/request/joke',
+  exchange: 'tg.request.joke',
+  queue: { name: 'tg.request.joke.svc', durable: false },
+  kafka: 'tg.request.joke',
+  logical: 'request:tg:joke',
+}
+const RESPONSE: Row = {
+  name: 'response:tg:joke',
+  parsed: { cls: 'response', topicspace: 'tg', topic: 'joke', persistent: false },
+  pulsar: 'non-persistent://tg/response/joke',
+  exchange: 'tg.response.joke',
+  queue: { name: 'tg.response.joke.svc', durable: false },
+  kafka: 'tg.response.joke',
+  logical: 'response:tg:joke',
+}
+const FLOW: Row = {
+  name: 'flow:tg:x',
+  parsed: { cls: 'flow', topicspace: 'tg', topic: 'x', persistent: true },
+  pulsar: 'persistent://tg/flow/x',
+  exchange: 'tg.flow.x',
+  queue: { name: 'tg.flow.x.svc', durable: true },
+  kafka: 'tg.flow.x',
+  logical: 'flow:tg:x',
+}
+const NOTIFY: Row = {
+  name: 'notify:tg:y',
+  parsed: { cls: 'notify', topicspace: 'tg', topic: 'y', persistent: false },
+  pulsar: 'non-persistent://tg/notify/y',
+  exchange: 'tg.notify.y',
+  queue: { name: 'tg.notify.y.svc', durable: false },
+  kafka: 'tg.notify.y',
+  logical: 'notify:tg:y',
+}
 const ROWS: Row[] = [
-  {
-    name: 'request:tg:joke',
-    parsed: { cls: 'request', topicspace: 'tg', topic: 'joke', persistent: false },
-    pulsar: 'non-persistent://tg/request/joke',
-    exchange: 'tg.request.joke',
-    queue: { name: 'tg.request.joke.svc', durable: false },
-    kafka: 'tg.request.joke',
-    logical: 'request:tg:joke',
-  },
-  {
-    name: 'response:tg:joke',
-    parsed: { cls: 'response', topicspace: 'tg', topic: 'joke', persistent: false },
-    pulsar: 'non-persistent://tg/response/joke',
-    exchange: 'tg.response.joke',
-    queue: { name: 'tg.response.joke.svc', durable: false },
-    kafka: 'tg.response.joke',
-    logical: 'response:tg:joke',
-  },
-  {
-    name: 'flow:tg:x',
-    parsed: { cls: 'flow', topicspace: 'tg', topic: 'x', persistent: true },
-    pulsar: 'persistent://tg/flow/x',
-    exchange: 'tg.flow.x',
-    queue: { name: 'tg.flow.x.svc', durable: true },
-    kafka: 'tg.flow.x',
-    logical: 'flow:tg:x',
-  },
-  {
-    name: 'notify:tg:y',
-    parsed: { cls: 'notify', topicspace: 'tg', topic: 'y', persistent: false },
-    pulsar: 'non-persistent://tg/notify/y',
-    exchange: 'tg.notify.y',
-    queue: { name: 'tg.notify.y.svc', durable: false },
-    kafka: 'tg.notify.y',
-    logical: 'notify:tg:y',
-  },
-  {
-    name: 'non-persistent://tg/request/joke',
-    parsed: { cls: 'request', topicspace: 'tg', topic: 'joke', persistent: false },
-    pulsar: 'non-persistent://tg/request/joke',
-    exchange: 'tg.request.joke',
-    queue: { name: 'tg.request.joke.svc', durable: false },
-    kafka: 'tg.request.joke',
-    logical: 'request:tg:joke',
-  },
-  {
-    name: 'persistent://tg/flow/x',
-    parsed: { cls: 'flow', topicspace: 'tg', topic: 'x', persistent: true },
-    pulsar: 'persistent://tg/flow/x',
-    exchange: 'tg.flow.x',
-    queue: { name: 'tg.flow.x.svc', durable: true },
-    kafka: 'tg.flow.x',
-    logical: 'flow:tg:x',
-  },
+  REQUEST,
+  RESPONSE,
+  FLOW,
+  NOTIFY,
+  // A Pulsar URI names the same queue as its logical name: the same addresses everywhere.
+  { ...REQUEST, name: 'non-persistent://tg/request/joke' },
+  { ...FLOW, name: 'persistent://tg/flow/x' },
 ]
 
 const addresses = (name: string) => {
@@ -183,82 +173,47 @@ describe('defaultQueues', () => {
 
 describe('bad queue names', () => {
   const refuses = (name: string, message: string) => {
-    let thrown: unknown
-    try {
-      parseQueueName(name)
-    } catch (err) {
-      thrown = err
-    }
+    const thrown = thrownBy(() => parseQueueName(name))
     expect(thrown).toBeInstanceOf(QueueNameError)
     expect((thrown as Error).name).toBe('QueueNameError')
     expect((thrown as Error).message).toBe(message)
   }
 
-  it('refuses a bare topic', () => {
-    refuses(
-      'joke',
-      'queue "joke" is neither a Pulsar URI (non-persistent://tg/request/joke) nor class:topicspace:topic (request:tg:joke)',
-    )
-  })
+  /** The refusal of a name that is neither spelling. */
+  const neither = (name: string) =>
+    `queue "${name}" is neither a Pulsar URI (non-persistent://tg/request/joke) nor class:topicspace:topic (request:tg:joke)`
+  /** The refusal of a name whose `part` is `value`, with a character it may not hold. */
+  const mayOnly = (name: string, part: string, value: string) =>
+    `queue "${name}": ${part} "${value}" may only contain letters, digits, ".", "_" and "-"`
 
-  it('refuses an unknown class', () => {
-    refuses('bad:tg:joke', 'queue "bad:tg:joke": class "bad" must be one of flow, request, response, notify')
-  })
-
-  it('refuses a slash in the topic', () => {
-    refuses(
-      'request:tg:jo/ke',
-      'queue "request:tg:jo/ke": topic "jo/ke" may only contain letters, digits, ".", "_" and "-"',
-    )
-  })
-
-  it('refuses a name with only two parts', () => {
-    refuses(
-      'request:tg',
-      'queue "request:tg" is neither a Pulsar URI (non-persistent://tg/request/joke) nor class:topicspace:topic (request:tg:joke)',
-    )
-  })
-
-  it('refuses a name with four parts', () => {
-    refuses(
-      'request:tg:joke:x',
-      'queue "request:tg:joke:x" is neither a Pulsar URI (non-persistent://tg/request/joke) nor class:topicspace:topic (request:tg:joke)',
-    )
-  })
-
-  it('refuses an empty topicspace', () => {
-    refuses('request::joke', 'queue "request::joke": topicspace "" may only contain letters, digits, ".", "_" and "-"')
-  })
-
-  it('refuses a slash in the topic of a Pulsar URI', () => {
-    refuses(
+  it.each([
+    ['refuses a bare topic', 'joke', neither('joke')],
+    [
+      'refuses an unknown class',
+      'bad:tg:joke',
+      'queue "bad:tg:joke": class "bad" must be one of flow, request, response, notify',
+    ],
+    ['refuses a slash in the topic', 'request:tg:jo/ke', mayOnly('request:tg:jo/ke', 'topic', 'jo/ke')],
+    ['refuses a name with only two parts', 'request:tg', neither('request:tg')],
+    ['refuses a name with four parts', 'request:tg:joke:x', neither('request:tg:joke:x')],
+    ['refuses an empty topicspace', 'request::joke', mayOnly('request::joke', 'topicspace', '')],
+    [
+      'refuses a slash in the topic of a Pulsar URI',
       'non-persistent://tg/request/jo/ke',
-      'queue "non-persistent://tg/request/jo/ke": topic "jo/ke" may only contain letters, digits, ".", "_" and "-"',
-    )
+      mayOnly('non-persistent://tg/request/jo/ke', 'topic', 'jo/ke'),
+    ],
+    ['refuses a Pulsar URI without a topic', 'non-persistent://tg/request', neither('non-persistent://tg/request')],
+  ])('%s', (_title, name, message) => {
+    refuses(name, message)
   })
 
   it('names the part of a Pulsar URI that is wrong: the tenant or the namespace', () => {
-    refuses(
-      'non-persistent://t g/request/joke',
-      'queue "non-persistent://t g/request/joke": tenant "t g" may only contain letters, digits, ".", "_" and "-"',
-    )
-    refuses(
-      'persistent://tg/re quest/joke',
-      'queue "persistent://tg/re quest/joke": namespace "re quest" may only contain letters, digits, ".", "_" and "-"',
-    )
+    refuses('non-persistent://t g/request/joke', mayOnly('non-persistent://t g/request/joke', 'tenant', 't g'))
+    refuses('persistent://tg/re quest/joke', mayOnly('persistent://tg/re quest/joke', 'namespace', 're quest'))
   })
 
   it('refuses a Pulsar URI with anything before its scheme or after its topic', () => {
-    const neither = (name: string) =>
-      `queue "${name}" is neither a Pulsar URI (non-persistent://tg/request/joke) nor class:topicspace:topic (request:tg:joke)`
     refuses('x-non-persistent://tg/request/joke', neither('x-non-persistent://tg/request/joke'))
     refuses('non-persistent://tg/request/joke\nmore', neither('non-persistent://tg/request/joke\nmore'))
-  })
-
-  it('refuses a Pulsar URI without a topic', () => {
-    refuses(
-      'non-persistent://tg/request',
-      'queue "non-persistent://tg/request" is neither a Pulsar URI (non-persistent://tg/request/joke) nor class:topicspace:topic (request:tg:joke)',
-    )
   })
 })

@@ -63,6 +63,12 @@ export const reply = {
       trace: [`${errorType}: ${errorMessage}`, '    at secretFrame (/var/task/handler.mjs:1:1)'],
     }),
   }),
+  /** What Lambda returns when it stops the function itself (a timeout, a result too large): no trace. */
+  runtimeError: (errorType: string, errorMessage: string): Reply => ({
+    type: 'payload',
+    functionError: 'Unhandled',
+    body: JSON.stringify({ errorType, errorMessage }),
+  }),
   throttle: (retryAfterSeconds?: number): Reply => ({ type: 'throttle', retryAfterSeconds }),
   /** Lambda's own ServiceException (500), or a proxy's bare 502/503. */
   serviceError: (status = 500): Reply =>

@@ -23,7 +23,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from '
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Transport } from '../../bridge/transports/transport.ts'
+import { createTransport } from '../../bridge/transports/create-transport.ts'
 import { encodeRequest, ID_PROPERTY } from '../../shared/protocol.ts'
 import { REDIS_URL, redisInstalled, startRedis } from './redis.ts'
 import { ResponseTap, waitFor } from './response-tap.ts'
@@ -32,12 +32,6 @@ import { StartedBridge } from './started-bridge.ts'
 export interface ReplicaProfile {
   /** The --broker URL the replicas are started with. */
   broker: string
-  /** A new transport on the broker for the test's own client, not connected yet. */
-  transport(): Promise<Transport>
-  /** Queue names for a run: persistent ones, where nothing may be lost. */
-  queues(run: string): { request: string; response: string }
-  /** Requests sent (each a tenth of them twice). */
-  requests: number
   /** Fail-safe for the whole run's waits. */
   limitMs: number
   /** Removes what the suite left on the broker. */
@@ -46,6 +40,8 @@ export interface ReplicaProfile {
 
 const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'replicas', 'recorder.mjs')
 const REPLICAS = 3
+/** Requests sent (a tenth of them twice). */
+const REQUESTS = 2000
 /** A lease short enough that the killed replica's request is taken over within the test. */
 const LEASE_SECONDS = 2
 
@@ -72,7 +68,8 @@ export function describeReplicas(name: string, profile: ReplicaProfile): void {
     const dir = mkdtempSync(join(tmpdir(), 'toolbridge-replicas-'))
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }))
     copyFileSync(FIXTURE, join(dir, 'recorder.mjs'))
-    const queues = profile.queues(run)
+    // Persistent queues (`flow:`): nothing may be lost.
+    const queues = { request: `flow:tg:${run}-request`, response: `flow:tg:${run}-response` }
     writeFileSync(
       join(dir, 'serverless.yml'),
       [
@@ -99,19 +96,19 @@ export function describeReplicas(name: string, profile: ReplicaProfile): void {
     for (const replica of replicas) cleanups.push(() => replica.stop())
     await Promise.all(replicas.map((r) => r.printed(/^toolbridge: serving on /m)))
 
-    const client = await profile.transport()
+    const client = await createTransport(profile.broker)
     await client.connect()
     cleanups.push(() => client.close())
     const tap = await ResponseTap.open(client, queues.response, profile.limitMs)
-    const held = Math.floor(profile.requests / 3)
+    const held = Math.floor(REQUESTS / 3)
     const send = (n: number) =>
       client.publish(queues.request, encodeRequest({ arguments: { n, ...(n === held ? { hold: true } : {}) } }), {
         [ID_PROPERTY]: `${run}-${n}`,
       })
     const sending = (async () => {
-      for (let n = 0; n < profile.requests; n++) await send(n)
+      for (let n = 0; n < REQUESTS; n++) await send(n)
       // A client's retry of every tenth request: the same id and body again.
-      for (let n = 0; n < profile.requests; n += 10) if (n !== held) await send(n)
+      for (let n = 0; n < REQUESTS; n += 10) if (n !== held) await send(n)
     })()
 
     // The replica running the holding call is killed in the middle of it.
@@ -128,7 +125,7 @@ export function describeReplicas(name: string, profile: ReplicaProfile): void {
     await victim!.stop('SIGKILL')
     await sending
 
-    const ids = Array.from({ length: profile.requests }, (_, n) => `${run}-${n}`)
+    const ids = Array.from({ length: REQUESTS }, (_, n) => `${run}-${n}`)
     const unanswered = () => ids.filter((id) => !tap.messages(id).some((m) => m.response.end_of_stream))
     await waitFor('every answer', () => unanswered().length === 0, profile.limitMs).catch(() => {})
     // Copies still on their way run (or not) before the count: wait until the record stops growing.
@@ -149,11 +146,11 @@ export function describeReplicas(name: string, profile: ReplicaProfile): void {
       const n = Number(match[1])
       counts.set(n, (counts.get(n) ?? 0) + 1)
     }
-    const lost = Array.from({ length: profile.requests }, (_, n) => n).filter((n) => !counts.has(n))
+    const lost = Array.from({ length: REQUESTS }, (_, n) => n).filter((n) => !counts.has(n))
     const ranTwice = [...counts].filter(([, c]) => c > 1)
     console.log(
-      `${name}, ${shared ? 'shared store (Redis)' : "each replica's own memory"}: ${profile.requests} requests ` +
-        `(+${Math.ceil(profile.requests / 10) - 1} sent twice), one replica killed mid-call; ` +
+      `${name}, ${shared ? 'shared store (Redis)' : "each replica's own memory"}: ${REQUESTS} requests ` +
+        `(+${Math.ceil(REQUESTS / 10) - 1} sent twice), one replica killed mid-call; ` +
         `${lost.length} lost, ${ranTwice.length} ran more than once` +
         (ranTwice.length > 0 ? `: ${ranTwice.map(([n, c]) => `${n}×${c}`).join(' ')}` : ''),
     )

@@ -19,6 +19,15 @@ export async function waitFor(
   }
 }
 
+/** A message on a response queue: its id, and its response, or an error response standing for one that does not decode. */
+export function readResponse(delivery: Delivery): { id: string; response: ToolResponse } {
+  const decoded = decodeResponse(delivery.body)
+  const response: ToolResponse = decoded.ok
+    ? decoded.value
+    : { error: { type: '(undecodable response)', message: decoded.message }, response: '', end_of_stream: true }
+  return { id: delivery.properties[ID_PROPERTY] ?? '(no id)', response }
+}
+
 export interface Seen {
   response: ToolResponse
   delivery: Delivery
@@ -38,11 +47,7 @@ export class ResponseTap {
     const tap = new ResponseTap(limitMs)
     tap.consumer = await transport.subscribe(queue, (delivery) => {
       delivery.ack()
-      const id = delivery.properties[ID_PROPERTY] ?? '(no id)'
-      const decoded = decodeResponse(delivery.body)
-      const response = decoded.ok
-        ? decoded.value
-        : { error: { type: 'undecodable', message: decoded.message }, response: '', end_of_stream: true }
+      const { id, response } = readResponse(delivery)
       let list = tap.seen.get(id)
       if (!list) tap.seen.set(id, (list = []))
       list.push({ response, delivery })

@@ -13,9 +13,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { loadProject } from '../../bridge/project/project.ts'
-import { resolveSettings } from '../../bridge/project/settings.ts'
-import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
+import type { Runtime } from '../../bridge/runtime.ts'
+import { startInProcess } from '../support/in-process-runtime.ts'
 
 const HANDLERS = `
 export async function context(event, context) {
@@ -49,9 +48,9 @@ describe('the trace context of a caller at the front doors', () => {
     dir = mkdtempSync(join(tmpdir(), 'toolbridge-front-doors-'))
     writeFileSync(join(dir, 'handlers.mjs'), HANDLERS)
     writeFileSync(join(dir, 'serverless.yml'), YML)
-    runtime = await startRuntime(
-      loadProject(join(dir, 'serverless.yml')),
-      resolveSettings({ port: '0', invoker: 'in-process' }, {}),
+    runtime = await startInProcess(
+      join(dir, 'serverless.yml'),
+      {},
       {
         env: {
           OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',

@@ -5,8 +5,6 @@
  * TrustGraph's agent would refuse is refused before anything is sent.
  * Against TrustGraph's own configuration service and agent: register.interop.test.ts.
  */
-import { execFile } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ConfigClient } from '../../bridge/trustgraph/config-client.ts'
 import { loadProject } from '../../bridge/project/project.ts'
@@ -16,20 +14,9 @@ import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
 import { registerOn } from '../../bridge/cli/trustgraph-commands.ts'
 import { agentToolRefusal, descriptors } from '../../bridge/project/descriptors.ts'
 import { StartedBridge } from '../support/started-bridge.ts'
+import { runToolbridge } from '../support/toolbridge-cli.ts'
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
-
-function toolbridge(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['bridge/cli/main.ts', ...args],
-      { cwd: ROOT, env: cleanEnv(), timeout: 30_000 },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    )
-  })
-}
+const toolbridge = (...args: string[]) => runToolbridge(args, 30_000)
 
 const project = loadProject('serverless.yml')
 const EXPECTED_KEYS = [

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { ToolServiceSpec } from '../../bridge/project/tool-services.ts'
-import { decodeResponse, encodeRequest, ID_PROPERTY, UNKNOWN_ID, type ToolResponse } from '../../shared/protocol.ts'
+import { encodeRequest, ID_PROPERTY, UNKNOWN_ID, type ToolResponse } from '../../shared/protocol.ts'
 import { RequestClient, type CallOptions, type ToolCall } from '../../bridge/trustgraph/request-client.ts'
 import { loadProject, type Project } from '../../bridge/project/project.ts'
 import { LOCAL_INVOKERS, resolveSettings, type InvokerKind, type Settings } from '../../bridge/project/settings.ts'
@@ -21,6 +21,7 @@ import {
 import type { Consumer, Delivery, Transport } from '../../bridge/transports/transport.ts'
 import { bigText } from '../fixtures/faults/functions/big.ts'
 import { callError } from '../support/call-error.ts'
+import { readResponse } from '../support/response-tap.ts'
 
 const FAULTS_YML = fileURLToPath(new URL('../fixtures/faults/serverless.yml', import.meta.url))
 const EXAMPLES_YML = fileURLToPath(new URL('../../serverless.yml', import.meta.url))
@@ -59,11 +60,7 @@ class ResponseTap {
 
   private take(delivery: Delivery): void {
     delivery.ack()
-    const id = delivery.properties[ID_PROPERTY] ?? '(no id)'
-    const decoded = decodeResponse(delivery.body)
-    const response: ToolResponse = decoded.ok
-      ? decoded.value
-      : { error: { type: '(undecodable response)', message: decoded.message }, response: '', end_of_stream: true }
+    const { id, response } = readResponse(delivery)
     let list = this.seen.get(id)
     if (!list) this.seen.set(id, (list = []))
     list.push({ bytes: delivery.body.byteLength, response })

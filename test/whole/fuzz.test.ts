@@ -21,9 +21,10 @@ import { RabbitTransport } from '../../bridge/transports/rabbitmq/rabbitmq-trans
 import type { Consumer } from '../../bridge/transports/transport.ts'
 import { handler as joke } from '../../functions/joke/handler.ts'
 import { handler as story } from '../../functions/story/handler.ts'
-import { decodeResponse, ID_PROPERTY, UNKNOWN_ID, type ToolResponse } from '../../shared/protocol.ts'
+import { ID_PROPERTY, UNKNOWN_ID, type ToolResponse } from '../../shared/protocol.ts'
 import { generateMessages, type HostileMessage } from '../support/hostile-messages.ts'
 import { rabbitmqInstalled, startRabbitmq, type RabbitBroker } from '../support/rabbitmq.ts'
+import { readResponse } from '../support/response-tap.ts'
 
 const COUNT = Number(process.env.FUZZ_COUNT ?? 10_000)
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000)
@@ -91,11 +92,7 @@ describe.skipIf(!rabbitmqInstalled())('fuzz: hostile messages at the bridge on R
       taps.push(
         await client.subscribe(spec.responseQueue, (delivery) => {
           delivery.ack()
-          const id = delivery.properties[ID_PROPERTY] ?? '(none)'
-          const decoded = decodeResponse(delivery.body)
-          const response: ToolResponse = decoded.ok
-            ? decoded.value
-            : { error: { type: 'undecodable', message: decoded.message }, response: '', end_of_stream: true }
+          const { id, response } = readResponse(delivery)
           if (!response.end_of_stream) {
             chunks.set(id, [...(chunks.get(id) ?? []), response.response])
             return

@@ -9,14 +9,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RequestClient, ToolCallError } from '../../bridge/trustgraph/request-client.ts'
 import { loadProject } from '../../bridge/project/project.ts'
 import { resolveSettings, type SettingFlags } from '../../bridge/project/settings.ts'
-import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
+import type { Runtime } from '../../bridge/runtime.ts'
 import { encodeRequest, ID_PROPERTY } from '../../shared/protocol.ts'
+import { startInProcess } from '../support/in-process-runtime.ts'
 
 const PROJECT = loadProject(fileURLToPath(new URL('../../serverless.yml', import.meta.url)))
 const service = (id: string) => PROJECT.services.find((s) => s.id === id)!
 
 async function start(flags: SettingFlags = {}): Promise<Runtime> {
-  return startRuntime(PROJECT, resolveSettings({ port: '0', invoker: 'in-process', drainTimeout: '1', ...flags }, {}))
+  return startInProcess(PROJECT, { drainTimeout: '1', ...flags })
 }
 
 async function clientFor(runtime: Runtime, serviceId: string): Promise<RequestClient> {
@@ -96,7 +97,7 @@ describe('metrics of error answers', () => {
   let runtime: Runtime
   let url: string
   beforeAll(async () => {
-    runtime = await startRuntime(FAULTS, resolveSettings({ port: '0', invoker: 'in-process', drainTimeout: '1' }, {}))
+    runtime = await startInProcess(FAULTS, { drainTimeout: '1' })
     url = runtime.gateway!.url
   })
   afterAll(() => runtime?.stop())
