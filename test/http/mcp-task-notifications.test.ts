@@ -16,9 +16,9 @@ import { MAX_WATCHERS_PER_TASK, TASKS_EXTENSION, type TaskOutcome, TaskStore } f
 import { loadProject } from '../../bridge/project/project.ts'
 import { resolveSettings } from '../../bridge/project/settings.ts'
 import { type Runtime, startRuntime } from '../../bridge/runtime.ts'
+import { lastMessage, MODERN, type ModernCaller, postModern } from '../support/mcp-modern-post.ts'
 
 const YML = fileURLToPath(new URL('../fixtures/mcp-tasks/serverless.yml', import.meta.url))
-const MODERN = '2026-07-28'
 const MISSING_CAPABILITY = -32021
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId'
 
@@ -30,50 +30,14 @@ type Message = Record<string, unknown> & {
   error?: { code: number; message: string; data?: unknown }
 }
 
-interface As {
-  /** Declares the Tasks extension in the request's capabilities (default yes). */
-  tasks?: boolean
-  authorization?: string
-}
+type As = Omit<ModernCaller, 'client'>
 
-let nextId = 1
-
-function post(url: string, method: string, params: Record<string, unknown>, as: As = {}, signal?: AbortSignal) {
-  const id = nextId++
-  const capabilities = as.tasks === false ? {} : { extensions: { [TASKS_EXTENSION]: {} } }
-  const name = params.name ?? params.taskId
-  const sent = fetch(url, {
-    method: 'POST',
-    signal,
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': MODERN,
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-      ...(as.authorization ? { authorization: as.authorization } : {}),
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': MODERN,
-          'io.modelcontextprotocol/clientInfo': { name: 'notifications-test', version: '1' },
-          'io.modelcontextprotocol/clientCapabilities': capabilities,
-        },
-      },
-    }),
-  })
-  return { id, sent }
-}
+const post = (url: string, method: string, params: Record<string, unknown>, as: As = {}, signal?: AbortSignal) =>
+  postModern(url, method, params, { ...as, defaultClient: 'notifications-test' }, signal)
 
 /** One request answered in one message (a JSON body, or an SSE stream's last event). */
 async function request(url: string, method: string, params: Record<string, unknown>, as?: As): Promise<Message> {
-  const text = await (await post(url, method, params, as).sent).text()
-  return JSON.parse(text.startsWith('{') ? text : [...text.matchAll(/^data: (.*)$/gm)].at(-1)![1]!)
+  return lastMessage(await (await post(url, method, params, as).sent).text())
 }
 
 /** A listen stream, read one message at a time; `next` is undefined once the stream has ended. */

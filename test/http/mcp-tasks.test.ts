@@ -16,9 +16,16 @@ import { TASKS_EXTENSION, type TaskOutcome, TaskStore } from '../../bridge/http/
 import { loadProject } from '../../bridge/project/project.ts'
 import { resolveSettings } from '../../bridge/project/settings.ts'
 import { type Runtime, startRuntime } from '../../bridge/runtime.ts'
+import {
+  lastMessage,
+  MODERN,
+  type ModernCaller,
+  modernHeaders,
+  nextRequestId,
+  postModern,
+} from '../support/mcp-modern-post.ts'
 
 const YML = fileURLToPath(new URL('../fixtures/mcp-tasks/serverless.yml', import.meta.url))
-const MODERN = '2026-07-28'
 const INVALID_PARAMS = -32602
 const MISSING_CAPABILITY = -32021
 
@@ -27,47 +34,11 @@ interface Reply {
   error?: { code: number; message: string; data?: unknown }
 }
 
-interface As {
-  /** Declares the Tasks extension in the request's capabilities. */
-  tasks?: boolean
-  /** The name in clientInfo. */
-  client?: string
-  authorization?: string
-}
+type As = ModernCaller
 
-let nextId = 1
-
-/** One 2026-07-28 request, with the envelope and headers the revision asks for (Mcp-Name: the tool or task). */
+/** One 2026-07-28 request, answered in one message. */
 async function request(url: string, method: string, params: Record<string, unknown>, as: As = {}): Promise<Reply> {
-  const capabilities = as.tasks === false ? {} : { extensions: { [TASKS_EXTENSION]: {} } }
-  const name = params.name ?? params.taskId
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': MODERN,
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-      ...(as.authorization ? { authorization: as.authorization } : {}),
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: nextId++,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': MODERN,
-          'io.modelcontextprotocol/clientInfo': { name: as.client ?? 'tasks-test', version: '1' },
-          'io.modelcontextprotocol/clientCapabilities': capabilities,
-        },
-      },
-    }),
-  })
-  const text = await res.text()
-  // One JSON body, or the last event of an SSE stream.
-  return JSON.parse(text.startsWith('{') ? text : [...text.matchAll(/^data: (.*)$/gm)].at(-1)![1]!)
+  return lastMessage(await (await postModern(url, method, params, { ...as, defaultClient: 'tasks-test' }).sent).text())
 }
 
 const call = (url: string, name: string, args: Record<string, unknown>, as?: As) =>
@@ -299,18 +270,10 @@ describe('MCP tasks with the extension’s own client (@modelcontextprotocol/ext
       const { method, params } = message as { method: string; params: Record<string, unknown> }
       const res = await fetch(url, {
         method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': MODERN,
-          'mcp-method': method,
-          ...(typeof params.name === 'string' ? { 'mcp-name': params.name } : {}),
-          ...options?.context?.headers,
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params }),
+        headers: modernHeaders(method, params.name, { ...options?.context?.headers }),
+        body: JSON.stringify({ jsonrpc: '2.0', id: nextRequestId(), method, params }),
       })
-      const text = await res.text()
-      const reply = JSON.parse(text.startsWith('{') ? text : [...text.matchAll(/^data: (.*)$/gm)].at(-1)![1]!)
+      const reply = lastMessage(await res.text())
       return reply.error
         ? { kind: 'error' as const, error: reply.error }
         : { kind: 'result' as const, result: reply.result }
