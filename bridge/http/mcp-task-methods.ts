@@ -37,33 +37,34 @@ export function envelopeDeclaresTasks(envelope: Record<string, unknown>): boolea
 }
 
 /**
- * Who is asking, as tasks are keyed: the access token's issuer and subject
- * (a JWT the gateway has already verified) or a digest of the token, and
- * the client's name in its request's `clientInfo`.
+ * Who is asking, as tasks are keyed: with OAuth on /mcp (`verified`: the
+ * gateway has checked the token before this), the token's issuer and
+ * subject, so a refreshed token keeps its tasks; otherwise a digest of the
+ * whole Authorization header, as claims nothing checked are the sender's
+ * say-so. And the client's name in its request's `clientInfo`.
  */
-export const callerOf = (ctx: ServerContext): string =>
-  callerFrom(ctx.http?.req?.headers.get('authorization') ?? '', envelopeOf(ctx))
+export const callerOf = (ctx: ServerContext, verified: boolean): string =>
+  callerFrom(ctx.http?.req?.headers.get('authorization') ?? '', envelopeOf(ctx), verified)
 
 /** The caller of a request with this Authorization header (or '') and this `_meta`. */
-export function callerFrom(authorization: string, envelope: Record<string, unknown>): string {
+export function callerFrom(authorization: string, envelope: Record<string, unknown>, verified: boolean): string {
   const clientInfo = envelope[CLIENT_INFO]
   const client = isRecord(clientInfo) ? String(clientInfo.name) : ''
-  return JSON.stringify([subjectOf(authorization), client])
+  return JSON.stringify([(verified && verifiedSubject(authorization)) || digestOf(authorization), client])
 }
 
-function subjectOf(authorization: string): string {
-  if (authorization === '') return ''
-  const parts = authorization.replace(/^bearer +/i, '').split('.')
-  if (parts.length === 3) {
-    try {
-      const claims: unknown = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8'))
-      if (isRecord(claims) && typeof claims.sub === 'string') return `sub ${String(claims.iss)} ${claims.sub}`
-    } catch {
-      // Not a JWT after all: its digest names it.
-    }
-  }
-  return `token ${createHash('sha256').update(authorization).digest('hex')}`
+/** The issuer and subject of a verified JWT access token; undefined if it has none. */
+function verifiedSubject(authorization: string): string | undefined {
+  const claims = authorization.replace(/^bearer +/i, '').split('.')[1]
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(claims ?? '', 'base64url').toString('utf8'))
+    if (isRecord(parsed) && typeof parsed.sub === 'string') return `sub ${String(parsed.iss)} ${parsed.sub}`
+  } catch {}
+  return undefined
 }
+
+const digestOf = (authorization: string) =>
+  authorization === '' ? '' : `token ${createHash('sha256').update(authorization).digest('hex')}`
 
 /** `{ taskId: string }`, as the SDK's custom-method registration takes a schema. */
 const TASK_ID_PARAMS: StandardSchemaV1<unknown, { taskId: string }> = {
@@ -86,10 +87,10 @@ export const tasksNotDeclared = () =>
 
 const notFound = () => new ProtocolError(ProtocolErrorCode.InvalidParams, 'Task not found (or expired)')
 
-export function registerTaskMethods(server: Server, store: TaskStore): void {
+export function registerTaskMethods(server: Server, store: TaskStore, verified: boolean): void {
   const asker = (ctx: ServerContext): string => {
     if (!declaresTasks(ctx)) throw tasksNotDeclared()
-    return callerOf(ctx)
+    return callerOf(ctx, verified)
   }
   server.setRequestHandler('tasks/get', { params: TASK_ID_PARAMS }, ({ taskId }, ctx) => {
     const task = store.get(asker(ctx), taskId)

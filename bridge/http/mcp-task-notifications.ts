@@ -51,6 +51,8 @@ export interface TaskListenOptions {
   heartbeatMs: number
   /** The server's name and version, in the result that ends a stream. */
   serverInfo: { name: string; version: string }
+  /** The gateway verifies OAuth access tokens on /mcp (mcp-task-methods.ts: callerFrom). */
+  verified: boolean
 }
 
 export class TaskListens {
@@ -93,7 +95,7 @@ export class TaskListens {
     const { taskIds } = notifications
     if (!Array.isArray(taskIds) || !taskIds.every((taskId) => typeof taskId === 'string'))
       return answerError(res, 200, id, { code: INVALID_PARAMS, message: '"notifications.taskIds" must be strings' })
-    const owner = callerFrom(authorization, envelope)
+    const owner = callerFrom(authorization, envelope, this.#options.verified)
     const stamp = { [SUBSCRIPTION_ID_META_KEY]: id }
 
     let ended = false

@@ -75,6 +75,8 @@ export interface McpServerOptions {
 
 export interface TaskOptions {
   store: TaskStore
+  /** The gateway verifies OAuth access tokens on /mcp: a token's subject may name its caller (mcp-task-methods.ts). */
+  verified: boolean
   /** A call still running after this long becomes a task (ms). */
   afterMs: number
 }
@@ -118,7 +120,7 @@ export function createMcpServer(caller: ToolCaller, tools: McpToolSet, options: 
 
   server.setRequestHandler('tools/list', () => ({ tools: tools.list }))
 
-  if (options.tasks) registerTaskMethods(server, options.tasks.store)
+  if (options.tasks) registerTaskMethods(server, options.tasks.store, options.tasks.verified)
 
   server.setRequestHandler('tools/call', async (request, ctx): Promise<CallToolResult> => {
     const { name } = request.params
@@ -204,7 +206,7 @@ export function createMcpServer(caller: ToolCaller, tools: McpToolSet, options: 
     const work = run(controller.signal)
     const atOnce = served.tool.longRunning || tasks.afterMs === 0
     if (!atOnce && !(await stillRunningAfter(work, tasks.afterMs))) return work
-    const task = tasks.store.create(callerOf(ctx), controller, outcomeOf(work))
+    const task = tasks.store.create(callerOf(ctx, tasks.verified), controller, outcomeOf(work))
     // A full store: the call goes on as an ordinary one.
     if (task === undefined) return work
     detached = true
@@ -241,6 +243,8 @@ export interface McpHttpOptions {
   heartbeatMs?: number | undefined
   /** Tasks: when a call becomes one, how long a result is kept, how many are held. */
   tasks: McpTaskSettings
+  /** The gateway verifies OAuth access tokens on /mcp before this handler runs. */
+  oauth?: boolean
 }
 
 export interface McpTaskSettings extends Omit<TaskLimits, 'pollIntervalMs'> {
@@ -314,9 +318,10 @@ export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS
   const { afterMs, ...limits } = options.tasks
   // One store for every request: a task outlives the request that made it.
-  const tasks = { store: new TaskStore({ ...limits, pollIntervalMs: TASK_POLL_INTERVAL_MS }), afterMs }
+  const store = new TaskStore({ ...limits, pollIntervalMs: TASK_POLL_INTERVAL_MS })
+  const tasks = { store, afterMs, verified: options.oauth ?? false }
   const factory = () => createMcpServer(caller, tools, { heartbeatMs, tasks })
-  const taskListens = new TaskListens(tasks.store, { heartbeatMs, serverInfo: SERVER_INFO })
+  const taskListens = new TaskListens(tasks.store, { heartbeatMs, serverInfo: SERVER_INFO, verified: tasks.verified })
   const handler = createMcpHandler(factory, {
     legacy: 'stateless',
     maxRequestBodySize: options.maxBodyBytes,

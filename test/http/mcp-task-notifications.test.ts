@@ -241,9 +241,13 @@ describe('task notification streams and the store', () => {
   it('lets a stream closed early go: its watcher is released', async () => {
     const store = new TaskStore({ ttlMs: 1000, maxTasks: 10, pollIntervalMs: 1000 })
     // The caller the listen request below is, without a token.
-    const caller = callerFrom('', { 'io.modelcontextprotocol/clientInfo': { name: 'notifications-test' } })
+    const caller = callerFrom('', { 'io.modelcontextprotocol/clientInfo': { name: 'notifications-test' } }, false)
     const task = store.create(caller, new AbortController(), work())!
-    const listens = new TaskListens(store, { heartbeatMs: 60_000, serverInfo: { name: 'test', version: '1' } })
+    const listens = new TaskListens(store, {
+      heartbeatMs: 60_000,
+      serverInfo: { name: 'test', version: '1' },
+      verified: false,
+    })
     let body: unknown
     const server: Server = createServer((req, res) => {
       let text = ''

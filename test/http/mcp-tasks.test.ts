@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { callerFrom } from '../../bridge/http/mcp-task-methods.ts'
 import { TASKS_EXTENSION, type TaskOutcome, TaskStore } from '../../bridge/http/mcp-tasks.ts'
 import { loadProject } from '../../bridge/project/project.ts'
 import { resolveSettings } from '../../bridge/project/settings.ts'
@@ -136,6 +137,25 @@ describe('MCP tasks at 2026-07-28 (raw client from the extension text)', () => {
     }
     // Still there for its own caller.
     expect((await getTask(url, taskId, { authorization: 'Bearer alice' })).result?.status).toBe('completed')
+  })
+
+  it('keys a verified JWT by its issuer and subject (a refreshed token keeps its tasks), an unverified one by the whole token', () => {
+    const token = (signature: string) =>
+      `Bearer e30.${Buffer.from('{"iss":"https://idp.example","sub":"alice"}').toString('base64url')}.${signature}`
+    const envelope = { 'io.modelcontextprotocol/clientInfo': { name: 'c' } }
+    expect(callerFrom(token('first'), envelope, true)).toBe(callerFrom(token('refreshed'), envelope, true))
+    expect(callerFrom(token('first'), envelope, false)).not.toBe(callerFrom(token('refreshed'), envelope, false))
+    expect(callerFrom(token('first'), envelope, true)).not.toBe(callerFrom('Bearer opaque', envelope, true))
+  })
+
+  it('keys a token that looks like a JWT by the whole token where nothing verified it, never by its claims', async () => {
+    // Here /mcp takes any token: a JWT's claims are the sender's say-so, so another token naming the same subject is another caller.
+    const jwt = (signature: string) =>
+      `Bearer ${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from('{"iss":"https://idp.example","sub":"alice"}').toString('base64url')}.${signature}`
+    const created = await call(url, 'report', { seconds: 0 }, { authorization: jwt('real') })
+    const taskId = created.result!.taskId as string
+    expect((await settled(url, taskId, { authorization: jwt('real') })).result?.status).toBe('completed')
+    expect((await getTask(url, taskId, { authorization: jwt('forged') })).error?.code).toBe(INVALID_PARAMS)
   })
 
   it('refuses the task methods to a client that does not declare the extension (-32021)', async () => {
