@@ -12,12 +12,19 @@ import { sendJson } from './responses.ts'
 import { openRoute, type Route } from './routes.ts'
 
 export interface GatewayAccessOptions {
+  /** The address listened on: a loopback one takes local origins (host-origin.ts), another needs a token (exposure.ts). */
   host: string
+  /** Bearer token required on /tools and /mcp (health, readiness and metrics stay open); none: open. */
   httpToken?: string
+  /** Bearer token required on /mcp instead of httpToken (TrustGraph's mcp `auth-token`). */
   mcpToken?: string
+  /** /mcp takes OAuth access tokens of this issuer instead of a static token (oauth.ts). */
   mcpOAuth?: McpOAuthSettings
+  /** Host names /tools and /mcp answer besides IP addresses, `localhost` and `host` (host-origin.ts); `*`: any. */
   allowedHosts?: readonly string[]
+  /** Origins whose browser requests /tools and /mcp accept; default none. */
   allowedOrigins?: readonly string[]
+  /** Listen on a non-loopback address with /tools or /mcp open instead of refusing (exposure.ts). */
   allowUnauthenticated?: boolean
 }
 

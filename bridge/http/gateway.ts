@@ -31,7 +31,6 @@ import {
   DEFAULT_MCP_MAX_TASKS,
   DEFAULT_MCP_TASK_AFTER_SECONDS,
   DEFAULT_MCP_TASK_TTL_SECONDS,
-  type McpOAuthSettings,
 } from '../project/settings.ts'
 import type { ToolServiceSpec } from '../project/tool-services.ts'
 import { bounded } from '../support/bounded-text.ts'
@@ -43,29 +42,17 @@ import { gatedCaller } from './admission.ts'
 import { ConnectionLimit } from './connection-limit.ts'
 import type { ConsoleFeed } from './console/console-feed.ts'
 import { consoleRoutes } from './console/console-routes.ts'
-import { createGatewayAccess } from './gateway-access.ts'
+import { createGatewayAccess, type GatewayAccessOptions } from './gateway-access.ts'
 import { GatewayCalls } from './gateway-calls.ts'
 import { HttpError, sendJson } from './responses.ts'
 import { answersMethod, findRoute, openRoute, type Route } from './routes.ts'
 import { callTool, TOOL_PATH, type ToolCallRoute } from './tool-call.ts'
 
-export interface GatewayOptions {
+/** Host, port and who may reach them (gateway-access.ts), and the rest of the gateway's settings. */
+export interface GatewayOptions extends GatewayAccessOptions {
   services: ToolServiceSpec[]
   transport: Transport
-  host: string
   port: number
-  /** Bearer token required on /tools and /mcp (health, readiness and metrics stay open); none: open. */
-  httpToken?: string
-  /** Bearer token required on /mcp instead of httpToken (TrustGraph's mcp `auth-token`). */
-  mcpToken?: string
-  /** /mcp takes OAuth access tokens of this issuer instead of a static token (oauth.ts). */
-  mcpOAuth?: McpOAuthSettings
-  /** Host names /tools and /mcp answer besides IP addresses, `localhost` and `host` (host-origin.ts); `*`: any. */
-  allowedHosts?: readonly string[]
-  /** Origins whose browser requests /tools and /mcp accept; default none. */
-  allowedOrigins?: readonly string[]
-  /** Listen on a non-loopback address with /tools or /mcp open instead of refusing (exposure.ts). */
-  allowUnauthenticated?: boolean
   /** Calls (/tools/<tool>, /mcp) answered at once; more get 429. */
   maxInFlight?: number
   /** An MCP call or stream quiet this long gets a progress notification or keep-alive comment; default 15 s. */
