@@ -9,14 +9,12 @@ import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import { contributeTaskFilterV2, isTaskStatusNotificationV2 } from '@modelcontextprotocol/ext-tasks/core/v2'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { callerFrom } from '../../bridge/http/mcp-task-methods.ts'
 import { TaskListens } from '../../bridge/http/mcp-task-notifications.ts'
 import { MAX_WATCHERS_PER_TASK, TASKS_EXTENSION, type TaskOutcome, TaskStore } from '../../bridge/http/mcp-tasks.ts'
-import { loadProject } from '../../bridge/project/project.ts'
-import { resolveSettings } from '../../bridge/project/settings.ts'
-import { type Runtime, startRuntime } from '../../bridge/runtime.ts'
-import { lastMessage, MODERN, type ModernCaller, postModern } from '../support/mcp-modern-post.ts'
+import { MODERN, type ModernCaller, modernClient, postModern } from '../support/mcp-modern-post.ts'
+import { mcpServedInProcess } from '../support/in-process-runtime.ts'
 
 const YML = fileURLToPath(new URL('../fixtures/mcp-tasks/serverless.yml', import.meta.url))
 const MISSING_CAPABILITY = -32021
@@ -34,11 +32,6 @@ type As = Omit<ModernCaller, 'client'>
 
 const post = (url: string, method: string, params: Record<string, unknown>, as: As = {}, signal?: AbortSignal) =>
   postModern(url, method, params, { ...as, defaultClient: 'notifications-test' }, signal)
-
-/** One request answered in one message (a JSON body, or an SSE stream's last event). */
-async function request(url: string, method: string, params: Record<string, unknown>, as?: As): Promise<Message> {
-  return lastMessage(await (await post(url, method, params, as).sent).text())
-}
 
 /** A listen stream, read one message at a time; `next` is undefined once the stream has ended. */
 interface Listening {
@@ -94,37 +87,20 @@ async function listen(url: string, notifications: Record<string, unknown>, as?: 
   }
 }
 
-const call = (url: string, name: string, args: Record<string, unknown>, as?: As) =>
-  request(url, 'tools/call', { name, arguments: args }, as)
+const { request, call, settled } = modernClient<Message>('notifications-test')
 const textOf = (result: unknown) => (result as { content: { text: string }[] }).content[0]!.text
 /** A task as the notification carries it, without the notification's own _meta. */
 const taskOf = ({ _meta, ...task }: Record<string, unknown>) => task
 /** A task as tasks/get answers it, without what a result adds. */
 const gotTask = ({ _meta, resultType, ...task }: Record<string, unknown>) => task
 
-/** tasks/get until the task is no longer working (or 20 s pass). */
-async function settled(url: string, taskId: string, as?: As): Promise<Message> {
-  const deadline = Date.now() + 20_000
-  for (;;) {
-    const reply = await request(url, 'tasks/get', { taskId }, as)
-    if (reply.result?.status !== 'working' || Date.now() > deadline) return reply
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
-
 describe('MCP task status notifications (subscriptions/listen)', () => {
-  let runtime: Runtime
-  let url: string
-  beforeAll(async () => {
-    runtime = await startRuntime(loadProject(YML), resolveSettings({ port: '0', invoker: 'in-process' }, {}))
-    url = `${runtime.gateway!.url}/mcp`
-  })
-  afterAll(() => runtime?.stop())
+  const served = mcpServedInProcess(YML)
 
   it('acknowledges the task, sends it completed with its result as tasks/get has it, then ends the stream', async () => {
-    const created = await call(url, 'report', { seconds: 0.3 })
+    const created = await call(served.url, 'report', { seconds: 0.3 })
     const taskId = created.result!.taskId as string
-    const stream = await listen(url, { taskIds: [taskId] })
+    const stream = await listen(served.url, { taskIds: [taskId] })
     expect(stream.status).toBe(200)
     expect(stream.contentType).toMatch(/^text\/event-stream/)
     expect(await stream.next()).toEqual({
@@ -140,28 +116,28 @@ describe('MCP task status notifications (subscriptions/listen)', () => {
     const last = (await stream.next())!
     expect(last).toMatchObject({ id: stream.id, result: { _meta: { [SUBSCRIPTION_ID]: stream.id } } })
     expect(await stream.next()).toBeUndefined()
-    const got = await request(url, 'tasks/get', { taskId })
+    const got = await request(served.url, 'tasks/get', { taskId })
     expect(taskOf(notified.params!)).toEqual(gotTask(got.result!))
   })
 
   it('sends a cancelled task as cancelled', async () => {
-    const created = await call(url, 'report', { seconds: 30 })
+    const created = await call(served.url, 'report', { seconds: 30 })
     const taskId = created.result!.taskId as string
-    const stream = await listen(url, { taskIds: [taskId] })
+    const stream = await listen(served.url, { taskIds: [taskId] })
     expect((await stream.next())?.params?.notifications).toEqual({ taskIds: [taskId] })
-    expect((await request(url, 'tasks/cancel', { taskId })).error).toBeUndefined()
+    expect((await request(served.url, 'tasks/cancel', { taskId })).error).toBeUndefined()
     const notified = (await stream.next())!
     expect(notified).toMatchObject({ method: 'notifications/tasks', params: { taskId, status: 'cancelled' } })
-    expect(taskOf(notified.params!)).toEqual(gotTask((await request(url, 'tasks/get', { taskId })).result!))
+    expect(taskOf(notified.params!)).toEqual(gotTask((await request(served.url, 'tasks/get', { taskId })).result!))
     expect((await stream.rest()).map((message) => message.id)).toEqual([stream.id])
   })
 
   it("leaves another caller's task out of the acknowledgement and never sends it", async () => {
     const alice = { authorization: 'Bearer alice' }
     const mallory = { authorization: 'Bearer mallory' }
-    const theirs = (await call(url, 'report', { seconds: 0.2 }, alice)).result!.taskId as string
-    const mine = (await call(url, 'report', { seconds: 0.2 }, mallory)).result!.taskId as string
-    const stream = await listen(url, { taskIds: [theirs, mine, crypto.randomUUID()] }, mallory)
+    const theirs = (await call(served.url, 'report', { seconds: 0.2 }, alice)).result!.taskId as string
+    const mine = (await call(served.url, 'report', { seconds: 0.2 }, mallory)).result!.taskId as string
+    const stream = await listen(served.url, { taskIds: [theirs, mine, crypto.randomUUID()] }, mallory)
     expect((await stream.next())?.params?.notifications).toEqual({ taskIds: [mine] })
     const rest = await stream.rest()
     expect(rest.filter((message) => message.method === 'notifications/tasks').map((m) => m.params!.taskId)).toEqual([
@@ -169,19 +145,19 @@ describe('MCP task status notifications (subscriptions/listen)', () => {
     ])
     expect(JSON.stringify(rest)).not.toContain(theirs)
     // Naming none of its own: acknowledged with nothing, and ended.
-    const none = await listen(url, { taskIds: [theirs] }, mallory)
+    const none = await listen(served.url, { taskIds: [theirs] }, mallory)
     const messages = await none.rest()
     expect(messages[0]).toMatchObject({
       method: 'notifications/subscriptions/acknowledged',
       params: { notifications: {} },
     })
     expect(messages.slice(1).map((message) => message.id)).toEqual([none.id])
-    expect((await settled(url, theirs, alice)).result?.status).toBe('completed')
+    expect((await settled(served.url, theirs, alice)).result?.status).toBe('completed')
   })
 
   it('refuses task notifications to a client that does not declare the extension (-32021)', async () => {
-    const taskId = (await call(url, 'report', { seconds: 0 })).result!.taskId as string
-    const stream = await listen(url, { taskIds: [taskId] }, { tasks: false })
+    const taskId = (await call(served.url, 'report', { seconds: 0 })).result!.taskId as string
+    const stream = await listen(served.url, { taskIds: [taskId] }, { tasks: false })
     const reply = (await stream.next())!
     expect(reply.id).toBe(stream.id)
     expect(reply.error?.code).toBe(MISSING_CAPABILITY)
@@ -189,10 +165,10 @@ describe('MCP task status notifications (subscriptions/listen)', () => {
   })
 
   it('sends a task already finished at once, and ends once the last task named has finished', async () => {
-    const early = (await call(url, 'report', { seconds: 0 })).result!.taskId as string
-    expect((await settled(url, early)).result?.status).toBe('completed')
-    const late = (await call(url, 'report', { seconds: 0.5 })).result!.taskId as string
-    const stream = await listen(url, { taskIds: [early, late, early] })
+    const early = (await call(served.url, 'report', { seconds: 0 })).result!.taskId as string
+    expect((await settled(served.url, early)).result?.status).toBe('completed')
+    const late = (await call(served.url, 'report', { seconds: 0.5 })).result!.taskId as string
+    const stream = await listen(served.url, { taskIds: [early, late, early] })
     expect((await stream.next())?.params?.notifications).toEqual({ taskIds: [early, late] })
     const rest = await stream.rest()
     const sent = rest.filter((message) => message.method === 'notifications/tasks').map((m) => m.params!)
@@ -204,7 +180,7 @@ describe('MCP task status notifications (subscriptions/listen)', () => {
   })
 
   it("reaches the SDK client's listen(), with the filter and notification shapes of @modelcontextprotocol/ext-tasks", async () => {
-    const taskId = (await call(url, 'report', { seconds: 0.3 })).result!.taskId as string
+    const taskId = (await call(served.url, 'report', { seconds: 0.3 })).result!.taskId as string
     const client = new Client(
       { name: 'notifications-test', version: '1' },
       {
@@ -212,7 +188,7 @@ describe('MCP task status notifications (subscriptions/listen)', () => {
         versionNegotiation: { mode: { pin: MODERN } },
       },
     )
-    await client.connect(new StreamableHTTPClientTransport(new URL(url)))
+    await client.connect(new StreamableHTTPClientTransport(new URL(served.url)))
     try {
       const received: unknown[] = []
       client.fallbackNotificationHandler = async (notification) => void received.push(notification)
@@ -229,7 +205,7 @@ describe('MCP task status notifications (subscriptions/listen)', () => {
   })
 
   it('refuses a malformed task list (-32602)', async () => {
-    const stream = await listen(url, { taskIds: 'all' })
+    const stream = await listen(served.url, { taskIds: 'all' })
     const reply = (await stream.next())!
     expect(reply.error?.code).toBe(-32602)
   })

@@ -11,20 +11,11 @@
 import { fileURLToPath } from 'node:url'
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { callerFrom } from '../../bridge/http/mcp-task-methods.ts'
 import { TASKS_EXTENSION, type TaskOutcome, TaskStore } from '../../bridge/http/mcp-tasks.ts'
-import { loadProject } from '../../bridge/project/project.ts'
-import { resolveSettings } from '../../bridge/project/settings.ts'
-import { type Runtime, startRuntime } from '../../bridge/runtime.ts'
-import {
-  lastMessage,
-  MODERN,
-  type ModernCaller,
-  modernHeaders,
-  nextRequestId,
-  postModern,
-} from '../support/mcp-modern-post.ts'
+import { lastMessage, modernClient, MODERN, modernHeaders, nextRequestId } from '../support/mcp-modern-post.ts'
+import { mcpServedInProcess } from '../support/in-process-runtime.ts'
 
 const YML = fileURLToPath(new URL('../fixtures/mcp-tasks/serverless.yml', import.meta.url))
 const INVALID_PARAMS = -32602
@@ -35,27 +26,8 @@ interface Reply {
   error?: { code: number; message: string; data?: unknown }
 }
 
-type As = ModernCaller
-
-/** One 2026-07-28 request, answered in one message. */
-async function request(url: string, method: string, params: Record<string, unknown>, as: As = {}): Promise<Reply> {
-  return lastMessage(await (await postModern(url, method, params, { ...as, defaultClient: 'tasks-test' }).sent).text())
-}
-
-const call = (url: string, name: string, args: Record<string, unknown>, as?: As) =>
-  request(url, 'tools/call', { name, arguments: args }, as)
-const getTask = (url: string, taskId: string, as?: As) => request(url, 'tasks/get', { taskId }, as)
+const { request, call, getTask, settled } = modernClient<Reply>('tasks-test')
 const textOf = (result: Record<string, unknown> | undefined) => (result!.content as { text: string }[])[0]!.text
-
-/** tasks/get until the task is no longer working (or 20 s pass). */
-async function settled(url: string, taskId: string, as?: As): Promise<Reply> {
-  const deadline = Date.now() + 20_000
-  for (;;) {
-    const reply = await getTask(url, taskId, as)
-    if (reply.result?.status !== 'working' || Date.now() > deadline) return reply
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
 
 /** How many calls the function saw aborted, asked until it reaches `expected` (or 10 s pass). */
 async function cancellationsSeen(url: string, expected: number): Promise<number> {
@@ -68,75 +40,66 @@ async function cancellationsSeen(url: string, expected: number): Promise<number>
 }
 
 describe('MCP tasks at 2026-07-28 (raw client from the extension text)', () => {
-  let runtime: Runtime
-  let url: string
-  beforeAll(async () => {
-    runtime = await startRuntime(
-      loadProject(YML),
-      resolveSettings({ port: '0', invoker: 'in-process', mcpTaskAfter: '1' }, {}),
-    )
-    url = `${runtime.gateway!.url}/mcp`
-  })
-  afterAll(() => runtime?.stop())
+  const served = mcpServedInProcess(YML, { mcpTaskAfter: '1' })
 
   it('says in server/discover that it serves the extension', async () => {
-    const reply = await request(url, 'server/discover', {})
+    const reply = await request(served.url, 'server/discover', {})
     expect(reply.result?.capabilities).toMatchObject({ extensions: { [TASKS_EXTENSION]: {} } })
   })
 
   it('makes a call to a long-running tool a task, whose result tasks/get gives', async () => {
-    const created = await call(url, 'report', { seconds: 0.2 })
+    const created = await call(served.url, 'report', { seconds: 0.2 })
     expect(created.result).toMatchObject({ resultType: 'task', status: 'working', pollIntervalMs: 1000 })
     const taskId = created.result!.taskId as string
     expect(taskId).toMatch(/^[0-9a-f-]{36}$/)
     expect(typeof created.result!.ttlMs).toBe('number')
-    const done = await settled(url, taskId)
+    const done = await settled(served.url, taskId)
     expect(done.result).toMatchObject({ resultType: 'complete', taskId, status: 'completed' })
     expect(textOf(done.result!.result as Record<string, unknown>)).toBe('done after 0.2 s')
   })
 
   it('answers a client that does not declare the extension with the ordinary result', async () => {
-    const reply = await call(url, 'report', { seconds: 0.2 }, { tasks: false })
+    const reply = await call(served.url, 'report', { seconds: 0.2 }, { tasks: false })
     expect(reply.result?.resultType).toBe('complete')
     expect(textOf(reply.result)).toBe('done after 0.2 s')
   })
 
   it('makes a call still running after --mcp-task-after a task, and answers a quicker one at once', async () => {
-    const quick = await call(url, 'lookup', { seconds: 0 })
+    const quick = await call(served.url, 'lookup', { seconds: 0 })
     expect(quick.result?.resultType).toBe('complete')
     expect(textOf(quick.result)).toBe('done after 0 s')
-    const slow = await call(url, 'lookup', { seconds: 2 })
+    const slow = await call(served.url, 'lookup', { seconds: 2 })
     expect(slow.result).toMatchObject({ resultType: 'task', status: 'working' })
-    const done = await settled(url, slow.result!.taskId as string)
+    const done = await settled(served.url, slow.result!.taskId as string)
     expect(done.result?.status).toBe('completed')
     expect(textOf(done.result!.result as Record<string, unknown>)).toBe('done after 2 s')
   })
 
   it('tasks/cancel aborts the function and the task says cancelled', async () => {
-    const before = await cancellationsSeen(url, 0)
-    const created = await call(url, 'report', { seconds: 30 })
+    const before = await cancellationsSeen(served.url, 0)
+    const created = await call(served.url, 'report', { seconds: 30 })
     const taskId = created.result!.taskId as string
-    const cancelled = await request(url, 'tasks/cancel', { taskId })
+    const cancelled = await request(served.url, 'tasks/cancel', { taskId })
     expect(cancelled.error).toBeUndefined()
     expect(cancelled.result?.resultType).toBe('complete')
-    expect(await cancellationsSeen(url, before + 1)).toBe(before + 1)
-    expect((await getTask(url, taskId)).result).toMatchObject({ taskId, status: 'cancelled' })
+    expect(await cancellationsSeen(served.url, before + 1)).toBe(before + 1)
+    expect((await getTask(served.url, taskId)).result).toMatchObject({ taskId, status: 'cancelled' })
   })
 
   it("refuses another caller's task id as it refuses an unknown one", async () => {
-    const created = await call(url, 'report', { seconds: 0 }, { authorization: 'Bearer alice' })
+    const created = await call(served.url, 'report', { seconds: 0 }, { authorization: 'Bearer alice' })
     const taskId = created.result!.taskId as string
-    expect((await settled(url, taskId, { authorization: 'Bearer alice' })).result?.status).toBe('completed')
-    const unknown = await getTask(url, crypto.randomUUID(), { authorization: 'Bearer alice' })
+    expect((await settled(served.url, taskId, { authorization: 'Bearer alice' })).result?.status).toBe('completed')
+    const unknown = await getTask(served.url, crypto.randomUUID(), { authorization: 'Bearer alice' })
     expect(unknown.error?.code).toBe(INVALID_PARAMS)
     for (const other of [{ authorization: 'Bearer mallory' }, { authorization: 'Bearer alice', client: 'other' }, {}]) {
-      const reply = await getTask(url, taskId, other)
+      const reply = await getTask(served.url, taskId, other)
       expect(reply.error).toEqual(unknown.error)
-      const cancel = await request(url, 'tasks/cancel', { taskId }, other)
+      const cancel = await request(served.url, 'tasks/cancel', { taskId }, other)
       expect(cancel.error?.code).toBe(INVALID_PARAMS)
     }
     // Still there for its own caller.
-    expect((await getTask(url, taskId, { authorization: 'Bearer alice' })).result?.status).toBe('completed')
+    expect((await getTask(served.url, taskId, { authorization: 'Bearer alice' })).result?.status).toBe('completed')
   })
 
   it('keys a verified JWT by its issuer and subject (a refreshed token keeps its tasks), an unverified one by the whole token', () => {
@@ -152,71 +115,65 @@ describe('MCP tasks at 2026-07-28 (raw client from the extension text)', () => {
     // Here /mcp takes any token: a JWT's claims are the sender's say-so, so another token naming the same subject is another caller.
     const jwt = (signature: string) =>
       `Bearer ${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from('{"iss":"https://idp.example","sub":"alice"}').toString('base64url')}.${signature}`
-    const created = await call(url, 'report', { seconds: 0 }, { authorization: jwt('real') })
+    const created = await call(served.url, 'report', { seconds: 0 }, { authorization: jwt('real') })
     const taskId = created.result!.taskId as string
-    expect((await settled(url, taskId, { authorization: jwt('real') })).result?.status).toBe('completed')
-    expect((await getTask(url, taskId, { authorization: jwt('forged') })).error?.code).toBe(INVALID_PARAMS)
+    expect((await settled(served.url, taskId, { authorization: jwt('real') })).result?.status).toBe('completed')
+    expect((await getTask(served.url, taskId, { authorization: jwt('forged') })).error?.code).toBe(INVALID_PARAMS)
   })
 
   it('refuses the task methods to a client that does not declare the extension (-32021)', async () => {
-    const created = await call(url, 'report', { seconds: 0 })
+    const created = await call(served.url, 'report', { seconds: 0 })
     const taskId = created.result!.taskId as string
     for (const method of ['tasks/get', 'tasks/cancel', 'tasks/update']) {
-      const reply = await request(url, method, { taskId, inputResponses: {} }, { tasks: false })
+      const reply = await request(served.url, method, { taskId, inputResponses: {} }, { tasks: false })
       expect(reply.error?.code).toBe(MISSING_CAPABILITY)
       expect(reply.error?.data).toEqual({ requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } })
     }
   })
 
   it('acknowledges tasks/update for its task (none ever waits for input) and refuses an unknown id', async () => {
-    const created = await call(url, 'report', { seconds: 0 })
+    const created = await call(served.url, 'report', { seconds: 0 })
     const taskId = created.result!.taskId as string
-    const ack = await request(url, 'tasks/update', { taskId, inputResponses: { name: { action: 'accept' } } })
+    const ack = await request(served.url, 'tasks/update', { taskId, inputResponses: { name: { action: 'accept' } } })
     expect(ack.result?.resultType).toBe('complete')
-    const unknown = await request(url, 'tasks/update', { taskId: 'no-such-task', inputResponses: {} })
+    const unknown = await request(served.url, 'tasks/update', { taskId: 'no-such-task', inputResponses: {} })
     expect(unknown.error?.code).toBe(INVALID_PARAMS)
-    const malformed = await request(url, 'tasks/get', { taskId: 42 })
+    const malformed = await request(served.url, 'tasks/get', { taskId: 42 })
     expect(malformed.error?.code).toBe(INVALID_PARAMS)
   })
 })
 
 describe('MCP tasks: expiry and the bound on tasks held', () => {
-  let runtime: Runtime
-  let url: string
-  beforeAll(async () => {
-    runtime = await startRuntime(
-      loadProject(YML),
-      resolveSettings({ port: '0', invoker: 'in-process', mcpTaskTtl: '1', mcpMaxTasks: '2' }, {}),
-    )
-    url = `${runtime.gateway!.url}/mcp`
-  })
-  afterAll(() => runtime?.stop())
+  const served = mcpServedInProcess(YML, { mcpTaskTtl: '1', mcpMaxTasks: '2' })
 
   it('forgets a finished task after its ttl: tasks/get then answers -32602', async () => {
-    const created = await call(url, 'report', { seconds: 0 })
+    const created = await call(served.url, 'report', { seconds: 0 })
     const taskId = created.result!.taskId as string
-    expect((await settled(url, taskId)).result?.status).toBe('completed')
+    expect((await settled(served.url, taskId)).result?.status).toBe('completed')
     const deadline = Date.now() + 10_000
-    let reply = await getTask(url, taskId)
+    let reply = await getTask(served.url, taskId)
     while (reply.result && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100))
-      reply = await getTask(url, taskId)
+      reply = await getTask(served.url, taskId)
     }
     expect(reply.error?.code).toBe(INVALID_PARAMS)
   })
 
   it('past --mcp-max-tasks runs a call as an ordinary one; room comes back once a task expires', async () => {
-    const held = await Promise.all([call(url, 'report', { seconds: 30 }), call(url, 'report', { seconds: 30 })])
+    const held = await Promise.all([
+      call(served.url, 'report', { seconds: 30 }),
+      call(served.url, 'report', { seconds: 30 }),
+    ])
     for (const reply of held) expect(reply.result?.resultType).toBe('task')
-    const third = await call(url, 'report', { seconds: 0 })
+    const third = await call(served.url, 'report', { seconds: 0 })
     expect(third.result?.resultType).toBe('complete')
     expect(textOf(third.result)).toBe('done after 0 s')
-    for (const reply of held) await request(url, 'tasks/cancel', { taskId: reply.result!.taskId as string })
+    for (const reply of held) await request(served.url, 'tasks/cancel', { taskId: reply.result!.taskId as string })
     const deadline = Date.now() + 10_000
-    let next = await call(url, 'report', { seconds: 0 })
+    let next = await call(served.url, 'report', { seconds: 0 })
     while (next.result?.resultType !== 'task' && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100))
-      next = await call(url, 'report', { seconds: 0 })
+      next = await call(served.url, 'report', { seconds: 0 })
     }
     expect(next.result?.resultType).toBe('task')
   })
@@ -271,24 +228,18 @@ describe('the task store', () => {
 })
 
 describe('MCP tasks with the extension’s own client (@modelcontextprotocol/ext-tasks)', () => {
-  let runtime: Runtime
-  let url: string
-  beforeAll(async () => {
-    runtime = await startRuntime(loadProject(YML), resolveSettings({ port: '0', invoker: 'in-process' }, {}))
-    url = `${runtime.gateway!.url}/mcp`
-  })
-  afterAll(() => runtime?.stop())
+  const served = mcpServedInProcess(YML)
 
   /** A session of the library over the SDK's client at 2026-07-28; the library sends task traffic by `rawDispatch`. */
   async function session() {
     const client = new Client({ name: 'ext-tasks', version: '1' }, { versionNegotiation: { mode: { pin: MODERN } } })
-    await client.connect(new StreamableHTTPClientTransport(new URL(url)))
+    await client.connect(new StreamableHTTPClientTransport(new URL(served.url)))
     const dispatch = async (
       message: unknown,
       options?: { context?: { headers?: Readonly<Record<string, string>> } },
     ) => {
       const { method, params } = message as { method: string; params: Record<string, unknown> }
-      const res = await fetch(url, {
+      const res = await fetch(served.url, {
         method: 'POST',
         headers: modernHeaders(method, params.name, { ...options?.context?.headers }),
         body: JSON.stringify({ jsonrpc: '2.0', id: nextRequestId(), method, params }),
@@ -326,11 +277,11 @@ describe('MCP tasks with the extension’s own client (@modelcontextprotocol/ext
   it('cancels a task through the library, which aborts the function', async () => {
     const tasks = await session()
     try {
-      const before = await cancellationsSeen(url, 0)
+      const before = await cancellationsSeen(served.url, 0)
       const execution = await tasks.callTool('report', { seconds: 30 })
       expect(execution.kind).toBe('task')
       await execution.cancel()
-      expect(await cancellationsSeen(url, before + 1)).toBe(before + 1)
+      expect(await cancellationsSeen(served.url, before + 1)).toBe(before + 1)
     } finally {
       await tasks.close()
     }

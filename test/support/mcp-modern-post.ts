@@ -69,3 +69,29 @@ export const lastMessage = (text: string) =>
 
 /** A fresh request id, for requests built by other means (a library's raw dispatch). */
 export const nextRequestId = () => nextId++
+
+/** A raw client's requests, as one test file's client (`defaultClient` in clientInfo) sends them, each answered in one message. */
+export function modernClient<Reply extends { result?: Record<string, unknown> }>(defaultClient: string) {
+  const request = async (
+    url: string,
+    method: string,
+    params: Record<string, unknown>,
+    as: ModernCaller = {},
+  ): Promise<Reply> => lastMessage(await (await postModern(url, method, params, { ...as, defaultClient }).sent).text())
+  const getTask = (url: string, taskId: string, as?: ModernCaller) => request(url, 'tasks/get', { taskId }, as)
+  return {
+    request,
+    call: (url: string, name: string, args: Record<string, unknown>, as?: ModernCaller) =>
+      request(url, 'tools/call', { name, arguments: args }, as),
+    getTask,
+    /** tasks/get until the task is no longer working (or 20 s pass). */
+    async settled(url: string, taskId: string, as?: ModernCaller): Promise<Reply> {
+      const deadline = Date.now() + 20_000
+      for (;;) {
+        const reply = await getTask(url, taskId, as)
+        if (reply.result?.status !== 'working' || Date.now() > deadline) return reply
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    },
+  }
+}
