@@ -28,7 +28,6 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   Server,
-  SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/server'
 import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio'
 import { isRecord, messageOf } from '../../shared/errors.ts'
@@ -38,6 +37,7 @@ import { ToolCallError } from '../trustgraph/request-client.ts'
 import type { ToolCaller } from '../trustgraph/tool-caller.ts'
 import { readJsonBody, requireJson } from './body.ts'
 import { refuseMessage } from './message-bounds.ts'
+import { SERVED_VERSIONS, SERVER_INFO } from './mcp-identity.ts'
 import { ReplayLog } from './mcp-replay.ts'
 import { callerOf, declaresTasks, registerTaskMethods } from './mcp-task-methods.ts'
 import { isListenStream, listensForTasks, TaskListens } from './mcp-task-notifications.ts'
@@ -48,14 +48,10 @@ import { HttpError } from './responses.ts'
 import { jsonRpcLines } from './stdio-lines.ts'
 import { contextToPass } from '../tracing/trace-context.ts'
 
-const SERVER_INFO = { name: 'toolbridge', version: '0.1.0' }
-
 /** JSON-RPC's implementation-defined server error: a refusal that is not about the message itself. */
 const SERVER_ERROR = -32000
 /** MCP's error for a protocol revision the server does not serve. */
 const UNSUPPORTED_VERSION = -32022
-/** The stateless revision, in which every request names its revision. */
-const MODERN_REVISION = '2026-07-28'
 
 /** Console lines of one call sent to its client at most; then one line saying the rest were left out. */
 export const MAX_LOG_MESSAGES_PER_CALL = 200
@@ -268,9 +264,6 @@ function webRequest(req: IncomingMessage, signal: AbortSignal): Request {
   for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!)
   return new Request(new URL(req.url ?? '/', 'http://mcp.invalid'), { method: req.method, headers, signal })
 }
-
-/** Every revision /mcp serves: 2026-07-28, and the 2025-era ones the SDK's legacy path takes. */
-export const SERVED_VERSIONS = [MODERN_REVISION, ...SUPPORTED_PROTOCOL_VERSIONS]
 
 /**
  * The SDK's modern path names only 2026-07-28 when it refuses a revision it
