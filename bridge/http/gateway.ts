@@ -109,6 +109,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         maxBodyBytes: transport.maxMessageBytes,
         heartbeatMs: options.mcpHeartbeatMs,
         oauth: options.mcpOAuth !== undefined,
+        onToolCall: options.metrics && ((path) => options.metrics!.mcpToolCall(path)),
         tasks: {
           afterMs: options.mcpTaskAfterMs ?? DEFAULT_MCP_TASK_AFTER_SECONDS * 1000,
           ttlMs: options.mcpTaskTtlMs ?? DEFAULT_MCP_TASK_TTL_SECONDS * 1000,

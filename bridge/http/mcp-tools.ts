@@ -15,12 +15,16 @@
  *   `structuredContent` and, for clients that read only text (2025 clients,
  *   TrustGraph's mcp-tool), as the same JSON in a text block. An answer that
  *   is not is an error result saying why, not a result that lies.
+ *
+ * A call that failed: arguments no service could take are the request's
+ * fault (a JSON-RPC error); any other failure is a result the model can read.
  */
-import type { CallToolResult, Tool } from '@modelcontextprotocol/server'
+import { type CallToolResult, ProtocolErrorCode, type Tool } from '@modelcontextprotocol/server'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import { inputSchema } from '../../shared/arguments.ts'
-import { ConfigError } from '../../shared/errors.ts'
+import { ConfigError, messageOf } from '../../shared/errors.ts'
 import { bounded } from '../support/bounded-text.ts'
+import { ToolCallError } from '../trustgraph/request-client.ts'
 import type { ToolHints, ToolSpec } from '../project/tool-services.ts'
 
 /** Every hint, a declared one as declared and the others at their cautious value. */
@@ -86,3 +90,14 @@ const refused = (why: string): CallToolResult => ({
   content: [{ type: 'text', text: bounded(`invalid-output: ${why}`) }],
   isError: true,
 })
+
+/** How MCP answers a call that failed: a JSON-RPC error for the request's fault, else an error result. */
+export type FailedCall = { error: { code: number; message: string } } | { result: CallToolResult }
+
+export function failedCall(err: unknown): FailedCall {
+  // Arguments no service could take (nested too deep): the request is at fault, not the tool.
+  if (err instanceof ToolCallError && err.type === 'bad-request')
+    return { error: { code: ProtocolErrorCode.InvalidParams, message: bounded(err.message) } }
+  const text = err instanceof ToolCallError ? `${err.type}: ${err.message}` : messageOf(err)
+  return { result: { content: [{ type: 'text', text: bounded(text) }], isError: true } }
+}

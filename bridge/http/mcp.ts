@@ -31,19 +31,18 @@ import {
 } from '@modelcontextprotocol/server'
 import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio'
 import { isRecord, messageOf } from '../../shared/errors.ts'
-import { bounded } from '../support/bounded-text.ts'
 import { type CallLogLevel, listenToCallLogs } from '../support/call-logs.ts'
-import { ToolCallError } from '../trustgraph/request-client.ts'
 import type { ToolCaller } from '../trustgraph/tool-caller.ts'
 import { readJsonBody, requireJson } from './body.ts'
 import { refuseMessage } from './message-bounds.ts'
+import { DirectCalls } from './mcp-direct-calls.ts'
 import { SERVED_VERSIONS, SERVER_INFO } from './mcp-identity.ts'
 import { ReplayLog } from './mcp-replay.ts'
 import { callerOf, declaresTasks, registerTaskMethods } from './mcp-task-methods.ts'
 import { isListenStream, listensForTasks, TaskListens } from './mcp-task-notifications.ts'
 import { TASKS_EXTENSION, type TaskLimits, type TaskOutcome, TaskStore } from './mcp-tasks.ts'
 import { LegacySessions } from './mcp-sessions.ts'
-import { describeTools, type McpToolSet } from './mcp-tools.ts'
+import { describeTools, failedCall, type McpToolSet } from './mcp-tools.ts'
 import { HttpError } from './responses.ts'
 import { jsonRpcLines } from './stdio-lines.ts'
 import { contextToPass } from '../tracing/trace-context.ts'
@@ -180,12 +179,9 @@ export function createMcpServer(caller: ToolCaller, tools: McpToolSet, options: 
         // The SDK shapes structured content for the client's era (2025 clients need an object).
         return server.projectCallToolResult(tools.result(name, text), outputSchemas.get(name))
       } catch (err) {
-        // Arguments no service could take (nested too deep): the request is at fault, not the tool.
-        if (err instanceof ToolCallError && err.type === 'bad-request')
-          throw new ProtocolError(ProtocolErrorCode.InvalidParams, bounded(err.message))
-        // A failed tool is a result the model can read, not a protocol error.
-        const text = err instanceof ToolCallError ? `${err.type}: ${err.message}` : messageOf(err)
-        return { content: [{ type: 'text', text: bounded(text) }], isError: true }
+        const failed = failedCall(err)
+        if ('error' in failed) throw new ProtocolError(failed.error.code, failed.error.message)
+        return failed.result
       } finally {
         clearTimeout(heartbeat)
         stopLogs?.()
@@ -241,6 +237,8 @@ export interface McpHttpOptions {
   tasks: McpTaskSettings
   /** The gateway verifies OAuth access tokens on /mcp before this handler runs. */
   oauth?: boolean
+  /** Told of each tools/call: answered by the direct lane (mcp-direct-calls.ts) or by the SDK. */
+  onToolCall?: ((path: 'direct' | 'sdk') => void) | undefined
 }
 
 export interface McpTaskSettings extends Omit<TaskLimits, 'pollIntervalMs'> {
@@ -314,6 +312,7 @@ export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
   const store = new TaskStore({ ...limits, pollIntervalMs: TASK_POLL_INTERVAL_MS })
   const tasks = { store, afterMs, verified: options.oauth ?? false }
   const factory = () => createMcpServer(caller, tools, { heartbeatMs, tasks })
+  const direct = new DirectCalls(caller, tools)
   const taskListens = new TaskListens(tasks.store, { heartbeatMs, serverInfo: SERVER_INFO, verified: tasks.verified })
   const handler = createMcpHandler(factory, {
     legacy: 'stateless',
@@ -344,12 +343,19 @@ export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
     if (message === undefined) throw new HttpError(400, 'Parse error: empty body')
     const refusal = refuseMessage(message)
     if (refusal) return jsonRpcError(res, 400, refusal.message, {}, refusal.code)
+    const verdict = direct.judge(req.headers, message)
+    if (verdict !== undefined && 'call' in verdict) {
+      options.onToolCall?.('direct')
+      return direct.answer(verdict.call, res, gone.signal)
+    }
+    if (isRecord(message) && message.method === 'tools/call') options.onToolCall?.('sdk')
     const request = webRequest(req, gone.signal)
     if (isRecord(message) && message.method === 'initialize' && (await isLegacyRequest(request, message)))
       return sendResponse(await sessions.open(request, message), res)
     const inSession = held === undefined ? undefined : sessions.serve(held, request, message)
     if (inSession) return sendResponse(await inSession, res)
     const answer = await handler.fetch(request, { parsedBody: message })
+    if (verdict !== undefined) direct.learn(verdict.envelope, answer.status)
     // Task notifications: the SDK has checked the request, and would have opened a stream without them.
     if (listensForTasks(message) && isListenStream(answer)) {
       await answer.body?.cancel()

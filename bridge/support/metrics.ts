@@ -57,6 +57,8 @@ export interface Metrics extends BridgeMetrics {
   httpRefused(tool: string, status: number): void
   /** A connection the gateway closed to stay within its connection cap: the longest idle, or (all busy) the new one. */
   httpConnectionClosed(reason: 'evicted-idle' | 'all-busy'): void
+  /** An MCP tools/call over HTTP, by what answered it: the direct lane or the SDK. */
+  mcpToolCall(path: 'direct' | 'sdk'): void
   /** The text exposition format, and its content type. */
   render(): Promise<{ contentType: string; body: string }>
 }
@@ -150,6 +152,12 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     labelNames: ['reason'] as const,
     registers,
   })
+  const mcpToolCalls = new Counter({
+    name: 'toolbridge_mcp_tool_calls_total',
+    help: 'MCP tools/call requests over HTTP, by what answered them: direct (a stateless 2026-07-28 call that wants only its result) or sdk',
+    labelNames: ['path'] as const,
+    registers,
+  })
   const trustgraphInvocations = new Counter({
     name: 'tg_dynamic_tool_service_invocation_total',
     help: 'Dynamic tool service invocation count',
@@ -219,6 +227,7 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     spansDropped: (count) => droppedSpans.inc(count),
     httpRefused: (tool, status) => httpRefusals.labels(tool, String(status)).inc(),
     httpConnectionClosed: (reason) => httpConnectionsClosed.labels(reason).inc(),
+    mcpToolCall: (path) => mcpToolCalls.labels(path).inc(),
     async render() {
       return { contentType: registry.contentType, body: await registry.metrics() }
     },
