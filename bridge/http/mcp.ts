@@ -328,7 +328,8 @@ export function mcpHttpHandler(caller: ToolCaller, options: McpHttpOptions) {
     const sessionId = req.headers['mcp-session-id']
     const held = typeof sessionId === 'string' ? sessionId : undefined
     const gone = new AbortController()
-    res.once('close', () => gone.abort())
+    // Only a response cut short has a call to stop (an abort makes an error object: not one per request).
+    res.once('close', () => res.writableFinished || gone.abort())
     if (req.method === 'GET' || req.method === 'DELETE') {
       // A session's stream to resume (Last-Event-ID) or its end; without a session there is nothing to do.
       const answer = held === undefined ? undefined : sessions.serve(held, webRequest(req, gone.signal))
