@@ -32,26 +32,17 @@ import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import { handler } from '../functions/joke/handler.ts'
 import { resultText } from '../shared/protocol.ts'
 import { defaultQueues } from '../shared/queues.ts'
-import {
-  type ChildBridge,
-  type DrivenService,
-  describeMachine,
-  driveService,
-  fmt,
-  inFlightEnv,
-  loadAverage,
-  loadJokeTool,
-  machineInfo,
-  median,
-  numberEnv,
-  processCpuUsOf,
-  ROOT,
-  runBench,
-  rssMiB,
-  SERVICE_ID,
-  startChildBridge,
-  writeResults,
-} from './support.ts'
+import { type ChildBridge, startChildBridge } from './child-bridge.ts'
+import { processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
+import { inFlightEnv, numberEnv } from './env-settings.ts'
+import { loadJokeTool, SERVICE_ID } from './joke-tool.ts'
+import { type DrivenService, driveService } from './load-client-process.ts'
+import { describeMachine, loadAverage, machineInfo } from './machine.ts'
+import { ROOT } from './project-root.ts'
+import { writeResults } from './results-file.ts'
+import { runBench } from './run-bench.ts'
+import { median } from './statistics.ts'
+import { fmt } from './tables.ts'
 
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
 const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)

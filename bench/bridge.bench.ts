@@ -44,32 +44,14 @@ import { startRuntime } from '../bridge/runtime.ts'
 import { MemoryBroker, MemoryTransport } from '../bridge/transports/memory/memory-transport.ts'
 import { handler } from '../functions/joke/handler.ts'
 import { encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } from '../shared/protocol.ts'
-import {
-  ARGUMENTS,
-  describeMachine,
-  fmt,
-  fmtInt,
-  inFlightEnv,
-  setupInvoker,
-  setupsEnv,
-  type BridgeSetup,
-  loadAverage,
-  loadJokeTool,
-  machineInfo,
-  measure,
-  numberEnv,
-  printHeader,
-  printRow,
-  processCpuUs,
-  ROOT,
-  SERVICE_ID,
-  threadCpuUs,
-  TOOL_NAME,
-  writeBenchResults,
-  type Call,
-  type Column,
-  type LoopStats,
-} from './support.ts'
+import { type Call, type LoopStats, measure } from './closed-loop.ts'
+import { processCpuUs, threadCpuUs } from './cpu-and-memory.ts'
+import { type BridgeSetup, inFlightEnv, numberEnv, setupInvoker, setupsEnv } from './env-settings.ts'
+import { ARGUMENTS, loadJokeTool, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
+import { describeMachine, loadAverage, machineInfo } from './machine.ts'
+import { ROOT } from './project-root.ts'
+import { writeBenchResults } from './results-file.ts'
+import { type Column, fmt, fmtInt, printHeader, printRow } from './tables.ts'
 
 // ---------------------------------------------------------------- settings
 

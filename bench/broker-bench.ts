@@ -11,7 +11,7 @@
  *
  * Environment (every broker bench; its header says the defaults):
  * BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_ROUNDS, BENCH_INFLIGHT,
- * BENCH_SETUPS, BENCH_PER_WORKER (bench/support.ts), BENCH_OUT.
+ * BENCH_SETUPS, BENCH_PER_WORKER (bench/env-settings.ts), BENCH_OUT.
  */
 import { resolve } from 'node:path'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
@@ -23,39 +23,17 @@ import type { Transport } from '../bridge/transports/transport.ts'
 import { handler } from '../functions/joke/handler.ts'
 import { encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } from '../shared/protocol.ts'
 import { defaultQueues } from '../shared/queues.ts'
-import {
-  type BridgeSetup,
-  type Column,
-  type DrivenService,
-  type LoadClient,
-  type LoadClientSetup,
-  type LoopStats,
-  type Machine,
-  type Probe,
-  describeMachine,
-  driveService,
-  fmt,
-  fmtInt,
-  fmtSigned,
-  inFlightEnv,
-  loadAverage,
-  loadJokeTool,
-  median,
-  numberEnv,
-  printTableByInFlight,
-  processCpuUs,
-  processCpuUsOf,
-  ROOT,
-  runBench,
-  SERVICE_ID,
-  SHARED_SETUP,
-  setupsEnv,
-  setupInvoker,
-  TOOL_NAME,
-  throughputColumns,
-  type RoundsStats,
-  writeBenchResults,
-} from './support.ts'
+import type { LoopStats, Probe, RoundsStats } from './closed-loop.ts'
+import { processCpuUs, processCpuUsOf } from './cpu-and-memory.ts'
+import { type BridgeSetup, inFlightEnv, numberEnv, setupInvoker, setupsEnv, SHARED_SETUP } from './env-settings.ts'
+import { loadJokeTool, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
+import { type DrivenService, driveService, type LoadClient, type LoadClientSetup } from './load-client-process.ts'
+import { describeMachine, loadAverage, type Machine } from './machine.ts'
+import { ROOT } from './project-root.ts'
+import { writeBenchResults } from './results-file.ts'
+import { runBench } from './run-bench.ts'
+import { median } from './statistics.ts'
+import { type Column, fmt, fmtInt, fmtSigned, printTableByInFlight, throughputColumns } from './tables.ts'
 
 // ---------------------------------------------------------------- rounds, cells and rows
 

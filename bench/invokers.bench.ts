@@ -27,26 +27,16 @@ import { InProcessInvoker } from '../bridge/invokers/in-process-invoker.ts'
 import type { FunctionTarget, Invoker } from '../bridge/invokers/invoker.ts'
 import { WorkerThreadInvoker } from '../bridge/invokers/worker-threads/worker-thread-invoker.ts'
 import type { HandlerLocation } from '../bridge/project/tool-services.ts'
-import {
-  describeMachine,
-  fmt,
-  fmtInt,
-  inFlightEnv,
-  loadAverage,
-  loadJokeTool,
-  machineInfo,
-  measure,
-  median,
-  numberEnv,
-  printHeader,
-  printRow,
-  processCpuUs,
-  ROOT,
-  runBench,
-  threadCpuUs,
-  writeResults,
-  type Column,
-} from './support.ts'
+import { measure } from './closed-loop.ts'
+import { processCpuUs, threadCpuUs } from './cpu-and-memory.ts'
+import { inFlightEnv, numberEnv } from './env-settings.ts'
+import { loadJokeTool } from './joke-tool.ts'
+import { describeMachine, loadAverage, machineInfo } from './machine.ts'
+import { ROOT } from './project-root.ts'
+import { writeResults } from './results-file.ts'
+import { runBench } from './run-bench.ts'
+import { median } from './statistics.ts'
+import { type Column, fmt, fmtInt, printHeader, printRow } from './tables.ts'
 
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
 const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 1, 0)

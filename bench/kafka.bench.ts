@@ -48,16 +48,12 @@ import {
 import type { Message } from '@platformatic/kafka'
 import { parseKafkaUrl } from '../bridge/transports/kafka/url.ts'
 import { ID_PROPERTY } from '../shared/protocol.ts'
-import {
-  ARGUMENTS,
-  type BridgeSetup,
-  machineInfo,
-  ROOT,
-  SERVICE_ID,
-  TOOL_NAME,
-  type Column,
-  processCpuUsOf,
-} from './support.ts'
+import { processCpuUsOf } from './cpu-and-memory.ts'
+import type { BridgeSetup } from './env-settings.ts'
+import { ARGUMENTS, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
+import { machineInfo } from './machine.ts'
+import { ROOT } from './project-root.ts'
+import type { Column } from './tables.ts'
 import {
   type BrokerRow,
   cpuColumns,

@@ -1,7 +1,7 @@
 /**
  * A broker bench's load in a process of its own (startLoadClient in
- * support.ts starts it), so that the bench process's CPU time is the
- * service's alone, raw echo or bridge, and not also the client's.
+ * load-client-process.ts starts it), so that the bench process's CPU time
+ * is the service's alone, raw echo or bridge, and not also the client's.
  *
  * Given the broker, the queues, the request and the answer it expects (one
  * JSON argument), it checks one answer and says `ready`. On each `measure`
@@ -12,8 +12,9 @@
  */
 import { createTransport } from '../bridge/transports/create-transport.ts'
 import { RequestClient } from '../bridge/trustgraph/request-client.ts'
-import type { LoadClientSetup, ToLoadClient, FromLoadClient } from './support.ts'
-import { measure, processCpuUs } from './support.ts'
+import { measure } from './closed-loop.ts'
+import { processCpuUs } from './cpu-and-memory.ts'
+import type { FromLoadClient, LoadClientSetup, ToLoadClient } from './load-client-process.ts'
 
 const setup = JSON.parse(process.argv[2]!) as LoadClientSetup
 const send = (message: FromLoadClient) => process.send!(message)

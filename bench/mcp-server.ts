@@ -30,7 +30,7 @@ import { INVOKERS, type InvokerKind, resolveSettings } from '../bridge/project/s
 import { startRuntime } from '../bridge/runtime.ts'
 import { handler as joke } from '../functions/joke/handler.ts'
 import { resultText } from '../shared/protocol.ts'
-import { loadJokeTool, TOOL_NAME } from './support.ts'
+import { loadJokeTool, TOOL_NAME } from './joke-tool.ts'
 
 export type ServerReady = { type: 'ready'; url: string }
 export type ToServer = { type: 'stop' }

@@ -34,7 +34,7 @@
  * For each in-flight level, every route is measured once a round, the
  * order rotated every round; BENCH_ROUNDS rounds; the tables report the
  * median over rounds and the range of req/s. A cell is the shared closed
- * loop (bench/support.ts measure): a warm-up, then BENCH_SECONDS measured,
+ * loop (bench/closed-loop.ts measure): a warm-up, then BENCH_SECONDS measured,
  * latency being performance.now() around each call, percentiles nearest-rank.
  * Server CPU per call is the server process's utime + stime
  * (/proc/<pid>/stat, all its threads, worker threads included) read just
@@ -71,35 +71,16 @@ import { LOCAL_INVOKERS, type InvokerKind } from '../bridge/project/settings.ts'
 import { handler } from '../functions/joke/handler.ts'
 import { resultText } from '../shared/protocol.ts'
 import type { ServerReady, ToServer } from './mcp-server.ts'
-import {
-  ARGUMENTS,
-  type Call,
-  type Column,
-  describeMachine,
-  fmt,
-  fmtInt,
-  inFlightEnv,
-  invokersEnv,
-  listEnv,
-  loadAverage,
-  loadJokeTool,
-  machineInfo,
-  measure,
-  median,
-  numberEnv,
-  printTableByInFlight,
-  processCpuUs,
-  processCpuUsOf,
-  ROOT,
-  rssMiB,
-  runBench,
-  SERVICE_ID,
-  TOOL_NAME,
-  throughputColumns,
-  type LoopStats,
-  type RoundsStats,
-  writeBenchResults,
-} from './support.ts'
+import { type Call, type LoopStats, measure, type RoundsStats } from './closed-loop.ts'
+import { processCpuUs, processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
+import { inFlightEnv, invokersEnv, listEnv, numberEnv } from './env-settings.ts'
+import { ARGUMENTS, loadJokeTool, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
+import { describeMachine, loadAverage, machineInfo } from './machine.ts'
+import { ROOT } from './project-root.ts'
+import { writeBenchResults } from './results-file.ts'
+import { runBench } from './run-bench.ts'
+import { median } from './statistics.ts'
+import { type Column, fmt, fmtInt, printTableByInFlight, throughputColumns } from './tables.ts'
 
 // ---------------------------------------------------------------- settings
 

@@ -30,20 +30,13 @@
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import {
-  type ChildBridge,
-  describeMachine,
-  fmt,
-  fmtInt,
-  loadAverage,
-  machineInfo,
-  numberEnv,
-  processCpuUsOf,
-  ROOT,
-  rssMiB,
-  startChildBridge,
-  writeResults,
-} from './support.ts'
+import { type ChildBridge, startChildBridge } from './child-bridge.ts'
+import { processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
+import { numberEnv } from './env-settings.ts'
+import { describeMachine, loadAverage, machineInfo } from './machine.ts'
+import { ROOT } from './project-root.ts'
+import { writeResults } from './results-file.ts'
+import { fmt, fmtInt } from './tables.ts'
 
 const TOTAL = Math.floor(numberEnv('BENCH_REQUESTS', 10_000, 1))
 const IN_FLIGHT = Math.floor(numberEnv('BENCH_INFLIGHT', 16, 1))

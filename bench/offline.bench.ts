@@ -17,7 +17,7 @@
  *
  * Cells alternate (direct, bridge, then bridge, direct, ...) for BENCH_ROUNDS
  * rounds per in-flight level; the table reports the median over rounds. A
- * cell is a closed loop (bench/support.ts): a warm-up, then a fixed duration.
+ * cell is a closed loop (bench/closed-loop.ts): a warm-up, then a fixed duration.
  * serverless-offline, the bridge and the client share this machine's cores;
  * serverless-offline's own cost per call (it runs the handler in its process,
  * through hapi) bounds throughput for both setups.
@@ -35,27 +35,15 @@ import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
 import { startRuntime } from '../bridge/runtime.ts'
 import { startOffline } from '../scripts/offline.ts'
-import {
-  describeMachine,
-  fmt,
-  fmtSigned,
-  inFlightEnv,
-  loadAverage,
-  loadJokeTool,
-  machineInfo,
-  measure,
-  median,
-  numberEnv,
-  printHeader,
-  printRow,
-  processCpuUs,
-  ROOT,
-  writeResults,
-  type Call,
-  type Column,
-  throughputColumns,
-  type ThroughputRow,
-} from './support.ts'
+import { type Call, measure } from './closed-loop.ts'
+import { processCpuUs } from './cpu-and-memory.ts'
+import { inFlightEnv, numberEnv } from './env-settings.ts'
+import { loadJokeTool } from './joke-tool.ts'
+import { describeMachine, loadAverage, machineInfo } from './machine.ts'
+import { ROOT } from './project-root.ts'
+import { writeResults } from './results-file.ts'
+import { median } from './statistics.ts'
+import { type Column, fmt, fmtSigned, printHeader, printRow, throughputColumns, type ThroughputRow } from './tables.ts'
 
 const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
 const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)

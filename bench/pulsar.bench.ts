@@ -41,7 +41,10 @@ import { readdirSync, readFileSync } from 'node:fs'
 import type { Logger } from '../bridge/support/logger.ts'
 import { loadNativePulsar, NativePulsarTransport } from '../bridge/transports/pulsar/native-transport.ts'
 import { PulsarTransport } from '../bridge/transports/pulsar/pulsar-transport.ts'
-import { ARGUMENTS, type BridgeSetup, fmt, machineInfo, SERVICE_ID, TOOL_NAME, type Column } from './support.ts'
+import type { BridgeSetup } from './env-settings.ts'
+import { ARGUMENTS, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
+import { machineInfo } from './machine.ts'
+import { type Column, fmt } from './tables.ts'
 import {
   type BrokerRow,
   cpuColumns,

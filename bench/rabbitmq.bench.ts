@@ -69,17 +69,11 @@ import type { Logger } from '../bridge/support/logger.ts'
 import { RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transport.ts'
 import { ID_PROPERTY, UNKNOWN_ID } from '../shared/protocol.ts'
 import { defaultQueues, parseQueueName, rabbitExchange, rabbitQueue } from '../shared/queues.ts'
-import {
-  type BridgeSetup,
-  SHARED_SETUP,
-  ARGUMENTS,
-  fmt,
-  machineInfo,
-  ROOT,
-  SERVICE_ID,
-  TOOL_NAME,
-  type Column,
-} from './support.ts'
+import { type BridgeSetup, SHARED_SETUP } from './env-settings.ts'
+import { ARGUMENTS, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
+import { machineInfo } from './machine.ts'
+import { ROOT } from './project-root.ts'
+import { type Column, fmt } from './tables.ts'
 import {
   type BrokerRow,
   cpuColumns,

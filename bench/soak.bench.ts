@@ -50,24 +50,14 @@ import { RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transpor
 import { defaultQueues } from '../shared/queues.ts'
 import { DEFAULT_ANSWERED_MEMORY_SIZE } from '../bridge/project/settings.ts'
 import { handler as joke } from '../functions/joke/handler.ts'
-import {
-  loadJokeTool,
-  machineInfo,
-  describeMachine,
-  fmt,
-  fmtInt,
-  loadAverage,
-  numberEnv,
-  printHeader,
-  printRow,
-  ROOT,
-  rssMiB,
-  startChildBridge,
-  writeResults,
-  type ChildBridge,
-  type Column,
-  processCpuUsOf,
-} from './support.ts'
+import { type ChildBridge, startChildBridge } from './child-bridge.ts'
+import { processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
+import { numberEnv } from './env-settings.ts'
+import { loadJokeTool } from './joke-tool.ts'
+import { describeMachine, loadAverage, machineInfo } from './machine.ts'
+import { ROOT } from './project-root.ts'
+import { writeResults } from './results-file.ts'
+import { type Column, fmt, fmtInt, printHeader, printRow } from './tables.ts'
 import { lineChartSvg } from './svg-chart.ts'
 
 const TOTAL = Math.floor(numberEnv('BENCH_REQUESTS', 300_000, 100))

@@ -21,19 +21,12 @@ import { spawn, spawnSync } from 'node:child_process'
 import { createServer } from 'node:net'
 import { resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import {
-  describeMachine,
-  fmt,
-  loadAverage,
-  machineInfo,
-  median,
-  numberEnv,
-  printHeader,
-  printRow,
-  ROOT,
-  writeResults,
-  type Column,
-} from './support.ts'
+import { numberEnv } from './env-settings.ts'
+import { describeMachine, loadAverage, machineInfo } from './machine.ts'
+import { ROOT } from './project-root.ts'
+import { writeResults } from './results-file.ts'
+import { median } from './statistics.ts'
+import { type Column, fmt, printHeader, printRow } from './tables.ts'
 
 const RUNS = Math.floor(numberEnv('STARTUP_RUNS', 11, 1))
 const OUT = resolve(ROOT, process.env.STARTUP_OUT || 'bench/results/startup.json')

@@ -32,25 +32,15 @@
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { InvokerKind } from '../bridge/project/settings.ts'
-import {
-  describeMachine,
-  fmt,
-  fmtInt,
-  inFlightEnv,
-  invokersEnv,
-  loadAverage,
-  loadJokeTool,
-  machineInfo,
-  measure,
-  median,
-  numberEnv,
-  printHeader,
-  printRow,
-  processCpuUs,
-  ROOT,
-  writeBenchResults,
-  type Column,
-} from './support.ts'
+import { measure } from './closed-loop.ts'
+import { processCpuUs } from './cpu-and-memory.ts'
+import { inFlightEnv, invokersEnv, numberEnv } from './env-settings.ts'
+import { loadJokeTool } from './joke-tool.ts'
+import { describeMachine, loadAverage, machineInfo } from './machine.ts'
+import { ROOT } from './project-root.ts'
+import { writeBenchResults } from './results-file.ts'
+import { median } from './statistics.ts'
+import { type Column, fmt, fmtInt, printHeader, printRow } from './tables.ts'
 
 const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 5, 1))
 const SECONDS = numberEnv('BENCH_SECONDS', 2, 0.1)

@@ -52,27 +52,14 @@ import { handler } from '../functions/joke/handler.ts'
 import { encodeResponse, finalResponse, resultText } from '../shared/protocol.ts'
 import { defaultQueues } from '../shared/queues.ts'
 import { TRUSTGRAPH_INSTALL, TRUSTGRAPH_VENV, trustgraphInstalled } from '../test/support/trustgraph.ts'
-import {
-  ARGUMENTS,
-  describeMachine,
-  fmt,
-  fmtInt,
-  inFlightEnv,
-  listEnv,
-  loadAverage,
-  loadJokeTool,
-  machineInfo,
-  median,
-  numberEnv,
-  printHeader,
-  printRow,
-  ROOT,
-  writeBenchResults,
-  type Column,
-  throughputColumns,
-  type ThroughputRow,
-  runBench,
-} from './support.ts'
+import { inFlightEnv, listEnv, numberEnv } from './env-settings.ts'
+import { ARGUMENTS, loadJokeTool } from './joke-tool.ts'
+import { describeMachine, loadAverage, machineInfo } from './machine.ts'
+import { ROOT } from './project-root.ts'
+import { writeBenchResults } from './results-file.ts'
+import { runBench } from './run-bench.ts'
+import { median } from './statistics.ts'
+import { type Column, fmt, fmtInt, printHeader, printRow, throughputColumns, type ThroughputRow } from './tables.ts'
 import { startTransportEcho } from './broker-bench.ts'
 
 const BROKERS = listEnv('BENCH_BROKERS', 'rabbitmq,pulsar') as Broker[]

@@ -41,7 +41,9 @@ import { join, relative, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { isIgnored, watchProject } from '../bridge/dev/project-watcher.ts'
-import { fmt, median, numberEnv } from './support.ts'
+import { numberEnv } from './env-settings.ts'
+import { median } from './statistics.ts'
+import { fmt } from './tables.ts'
 
 const ROUNDS = Math.floor(numberEnv('WATCH_ROUNDS', 21, 1))
 

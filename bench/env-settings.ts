@@ -1,0 +1,65 @@
+/**
+ * What a bench reads from the environment: numbers, lists, in-flight levels,
+ * invoker kinds and the setups a bench serves the tool with, each checked
+ * with a line naming the variable when it is wrong.
+ */
+import { INVOKERS, type InvokerKind } from '../bridge/project/settings.ts'
+
+/** A number of at least `min`; unset or empty means `fallback`. */
+export function numberEnv(name: string, fallback: number, min: number): number {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  const n = Number(raw)
+  if (!Number.isFinite(n) || n < min) throw new Error(`${name}="${raw}" must be a number >= ${min}`)
+  return n
+}
+
+/** A comma-separated list; unset or empty means `fallback`. */
+export function listEnv(name: string, fallback: string): string[] {
+  return (process.env[name] || fallback)
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+}
+
+/** Numbers of requests in flight: positive integers, comma separated. */
+export function inFlightEnv(name: string, fallback: string): number[] {
+  return listEnv(name, fallback).map((s) => {
+    const n = Number(s)
+    if (!Number.isInteger(n) || n < 1) throw new Error(`${name}: "${s}" is not a positive integer`)
+    return n
+  })
+}
+
+/** Invoker kinds, comma separated. */
+export function invokersEnv(name: string, fallback: string): InvokerKind[] {
+  return listEnv(name, fallback).map((s) => {
+    if (!(INVOKERS as readonly string[]).includes(s))
+      throw new Error(`${name}: "${s}" must be one of ${INVOKERS.join(', ')}`)
+    return s as InvokerKind
+  })
+}
+
+/**
+ * What a bench serves the tool with: an invoker, or `worker-threads-shared`, the
+ * worker threads with several invocations per worker (`invocationsPerWorker`
+ * BENCH_PER_WORKER, default 64).
+ */
+export const SHARED_SETUP = 'worker-threads-shared'
+export type BridgeSetup = InvokerKind | typeof SHARED_SETUP
+export const PER_WORKER = Math.floor(numberEnv('BENCH_PER_WORKER', 64, 1))
+
+export function setupsEnv(name: string, fallback: string): BridgeSetup[] {
+  return listEnv(name, fallback).map((s) => {
+    if (s !== SHARED_SETUP && !(INVOKERS as readonly string[]).includes(s))
+      throw new Error(`${name}: "${s}" must be one of ${[...INVOKERS, SHARED_SETUP].join(', ')}`)
+    return s as BridgeSetup
+  })
+}
+
+/** The invoker a setup runs on, and its service's `invocationsPerWorker`. */
+export function setupInvoker(setup: BridgeSetup): { invoker: InvokerKind; invocationsPerWorker: number } {
+  return setup === SHARED_SETUP
+    ? { invoker: 'worker-threads', invocationsPerWorker: PER_WORKER }
+    : { invoker: setup, invocationsPerWorker: 1 }
+}
