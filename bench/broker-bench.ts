@@ -23,7 +23,7 @@ import type { Transport } from '../bridge/transports/transport.ts'
 import { handler } from '../functions/joke/handler.ts'
 import { encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } from '../shared/protocol.ts'
 import { defaultQueues } from '../shared/queues.ts'
-import type { LoopStats, Probe, RoundsStats } from './closed-loop.ts'
+import { type LoopStats, type Probe, type RoundsStats, roundsStats } from './closed-loop.ts'
 import { processCpuUs, processCpuUsOf } from './cpu-and-memory.ts'
 import { type BridgeSetup, inFlightEnv, numberEnv, setupInvoker, setupsEnv, SHARED_SETUP } from './env-settings.ts'
 import { loadJokeTool, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
@@ -152,17 +152,9 @@ export interface BrokerRowStats extends RoundsStats {
 }
 
 function brokerRowStats(cells: BrokerCellStats[]): BrokerRowStats {
-  const reqs = cells.map((c) => c.reqPerSec)
   const medianOf = (pick: (c: BrokerCellStats) => number) => median(cells.map(pick))
   return {
-    rounds: cells.length,
-    reqPerSec: median(reqs),
-    reqPerSecMin: Math.min(...reqs),
-    reqPerSecMax: Math.max(...reqs),
-    p50Ms: medianOf((c) => c.p50Ms),
-    p90Ms: medianOf((c) => c.p90Ms),
-    p99Ms: medianOf((c) => c.p99Ms),
-    meanMs: medianOf((c) => c.meanMs),
+    ...roundsStats(cells),
     nodeCpuUsPerReq: medianOf((c) => c.nodeCpuUsPerReq),
     clientCpuUsPerReq: medianOf((c) => c.clientCpuUsPerReq),
     nodeCpuCores: medianOf((c) => c.nodeCpuCores),

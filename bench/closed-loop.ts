@@ -6,7 +6,7 @@
  * moved over it.
  */
 import { performance } from 'node:perf_hooks'
-import { percentile } from './statistics.ts'
+import { median, percentile } from './statistics.ts'
 
 /** Latencies in ms, in a growable Float64Array (millions of samples for a fast call). */
 class Samples {
@@ -45,6 +45,23 @@ export interface RoundsStats {
   p90Ms: number
   p99Ms: number
   meanMs: number
+}
+
+/** RoundsStats of a setup's loops at one in-flight level, one loop a round. */
+export function roundsStats(
+  loops: Pick<LoopStats, 'reqPerSec' | 'p50Ms' | 'p90Ms' | 'p99Ms' | 'meanMs'>[],
+): RoundsStats {
+  const reqs = loops.map((loop) => loop.reqPerSec)
+  return {
+    rounds: loops.length,
+    reqPerSec: median(reqs),
+    reqPerSecMin: Math.min(...reqs),
+    reqPerSecMax: Math.max(...reqs),
+    p50Ms: median(loops.map((loop) => loop.p50Ms)),
+    p90Ms: median(loops.map((loop) => loop.p90Ms)),
+    p99Ms: median(loops.map((loop) => loop.p99Ms)),
+    meanMs: median(loops.map((loop) => loop.meanMs)),
+  }
 }
 
 /** What a closed loop measured; latencies in ms over the answered requests. */

@@ -71,7 +71,7 @@ import { LOCAL_INVOKERS, type InvokerKind } from '../bridge/project/settings.ts'
 import { handler } from '../functions/joke/handler.ts'
 import { resultText } from '../shared/protocol.ts'
 import type { ServerReady, ToServer } from './mcp-server.ts'
-import { type Call, type LoopStats, measure, type RoundsStats } from './closed-loop.ts'
+import { type Call, type LoopStats, measure, type RoundsStats, roundsStats } from './closed-loop.ts'
 import { processCpuUs, processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
 import { inFlightEnv, invokersEnv, listEnv, numberEnv } from './env-settings.ts'
 import { ARGUMENTS, loadJokeTool, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
@@ -439,32 +439,24 @@ function rowsOf(cells: Cell[], list: Route[]): Row[] {
       const baseCpu = median(base.map((c) => c.serverCpuUsPerCall))
       for (const route of list.filter((r) => r.group === group)) {
         const mine = cells.filter((c) => c.group === group && c.setup === route.setup && c.inFlight === inFlight)
-        const reqs = mine.map((c) => c.reqPerSec)
         const medianOf = (pick: (c: Cell) => number) => median(mine.map(pick))
-        const reqPerSec = median(reqs)
+        const stats = roundsStats(mine)
         const serverCpuUsPerCall = medianOf((c) => c.serverCpuUsPerCall)
         const targeted = route.group !== 'tools' && route.setup === `toolbridge-mcp ${TARGETS.invoker}`
         rows.push({
           setup: route.setup,
           group,
           inFlight,
-          rounds: mine.length,
-          reqPerSec,
-          reqPerSecMin: Math.min(...reqs),
-          reqPerSecMax: Math.max(...reqs),
-          p50Ms: medianOf((c) => c.p50Ms),
-          p90Ms: medianOf((c) => c.p90Ms),
-          p99Ms: medianOf((c) => c.p99Ms),
-          meanMs: medianOf((c) => c.meanMs),
+          ...stats,
           serverCpuUsPerCall,
           serverCpuCores: medianOf((c) => c.serverCpuCores),
           clientCpuUsPerCall: medianOf((c) => c.clientCpuUsPerCall),
           serverRssMiB: medianOf((c) => c.serverRssMiB),
           errors: mine.reduce((n, c) => n + c.errors, 0),
-          throughputRatio: reqPerSec / baseReq,
+          throughputRatio: stats.reqPerSec / baseReq,
           roundRatios: mine.map((c) => c.reqPerSec / (base.find((b) => b.round === c.round)?.reqPerSec ?? Number.NaN)),
           cpuRatio: serverCpuUsPerCall / baseCpu,
-          throughputMet: targeted ? reqPerSec / baseReq >= TARGETS.throughputRatio : null,
+          throughputMet: targeted ? stats.reqPerSec / baseReq >= TARGETS.throughputRatio : null,
           cpuMet: targeted ? serverCpuUsPerCall / baseCpu <= TARGETS.cpuRatio : null,
         })
       }
