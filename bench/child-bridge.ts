@@ -5,6 +5,7 @@
  */
 import { spawn } from 'node:child_process'
 import { rmSync } from 'node:fs'
+import { envWithoutToolbridgeSettings } from './child-processes.ts'
 import { ROOT } from './project-root.ts'
 
 /** A `toolbridge start` in a child process, serving HTTP. */
@@ -48,8 +49,11 @@ export async function startChildBridge(options: {
     'warn',
     ...startArgs,
   ]
-  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: envWithoutToolbridgeSettings(),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   let out = ''
   const url = await new Promise<string>((resolveUrl, reject) => {
     child.stdout!.on('data', (data: Buffer) => {

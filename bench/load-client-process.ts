@@ -6,6 +6,7 @@
  */
 import { fork } from 'node:child_process'
 import { resolve } from 'node:path'
+import { stopForkedChild } from './child-processes.ts'
 import type { LoopStats, Measured, Probe } from './closed-loop.ts'
 import { ROOT } from './project-root.ts'
 
@@ -99,14 +100,8 @@ export async function startLoadClient(setup: LoadClientSetup): Promise<LoadClien
         } else throw new Error(`the load client said ${message.type} while measuring`)
       }
     },
-    async stop() {
-      if (child.exitCode !== null) return
-      const gone = new Promise<void>((done) => child.once('exit', () => done()))
-      child.send({ type: 'stop' } satisfies ToLoadClient)
-      // A client that cannot close its connection (the broker gone) is not waited for long.
-      const killer = setTimeout(() => child.kill('SIGKILL'), 5_000)
-      await gone.finally(() => clearTimeout(killer))
-    },
+    // A client that cannot close its connection (the broker gone) is not waited for long.
+    stop: () => stopForkedChild(child, { type: 'stop' } satisfies ToLoadClient, 5_000),
   }
 }
 

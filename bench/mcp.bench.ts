@@ -70,12 +70,13 @@ import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import { LOCAL_INVOKERS, type InvokerKind } from '../bridge/project/settings.ts'
 import { handler } from '../functions/joke/handler.ts'
 import { resultText } from '../shared/protocol.ts'
-import type { ServerReady, ToServer } from './mcp-server.ts'
+import { envWithoutToolbridgeSettings, stopForkedChild } from './child-processes.ts'
 import { type Call, type LoopStats, measure, type RoundsStats, roundsStats } from './closed-loop.ts'
 import { processCpuUs, processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
 import { inFlightEnv, invokersEnv, listEnv, numberEnv } from './env-settings.ts'
 import { ARGUMENTS, loadJokeTool, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
+import type { ServerReady, ToServer } from './mcp-server.ts'
 import { ROOT } from './project-root.ts'
 import { writeBenchResults } from './results-file.ts'
 import { runBench } from './run-bench.ts'
@@ -126,10 +127,9 @@ const children = new Set<ChildProcess>()
 /** bench/mcp-server.ts in a process of its own; resolves once it listens. */
 async function startServer(name: ServerName): Promise<ServerProcess> {
   const args = name === 'plain-sdk' ? ['plain-sdk'] : ['toolbridge', name.slice('toolbridge '.length)]
-  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TOOLBRIDGE_')))
   const child = fork(resolve(ROOT, 'bench/mcp-server.ts'), args, {
     cwd: ROOT,
-    env,
+    env: envWithoutToolbridgeSettings(),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   children.add(child)
@@ -149,11 +149,7 @@ async function startServer(name: ServerName): Promise<ServerProcess> {
     pid: child.pid!,
     url: new URL(ready.url),
     async stop() {
-      if (child.exitCode !== null) return
-      const gone = new Promise<void>((done) => child.once('exit', () => done()))
-      child.send({ type: 'stop' } satisfies ToServer)
-      const killer = setTimeout(() => child.kill('SIGKILL'), 10_000)
-      await gone.finally(() => clearTimeout(killer))
+      await stopForkedChild(child, { type: 'stop' } satisfies ToServer, 10_000)
       children.delete(child)
     },
   }
