@@ -34,7 +34,7 @@ import { resultText } from '../shared/protocol.ts'
 import { defaultQueues } from '../shared/queues.ts'
 import { type ChildBridge, startChildBridge } from './child-bridge.ts'
 import { processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
-import { inFlightEnv, numberEnv } from './env-settings.ts'
+import { roundsSettings } from './env-settings.ts'
 import { loadJokeTool, SERVICE_ID } from './joke-tool.ts'
 import { type DrivenService, driveService } from './load-client-process.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
@@ -44,13 +44,9 @@ import { runBench } from './run-bench.ts'
 import { median } from './statistics.ts'
 import { fmt } from './tables.ts'
 
-const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
-const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)
-const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 5, 1))
-const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16')
+const RUN = roundsSettings('answered-store', { seconds: 3, warmupSeconds: 0.5, rounds: 5, inFlight: '1,16' })
 const BROKER = process.env.BENCH_BROKER || 'amqp://guest:guest@127.0.0.1:5672/'
 const REDIS = process.env.BENCH_REDIS || 'redis://127.0.0.1:6379'
-const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/answered-store.json')
 
 const SETUPS = ['memory', 'redis'] as const
 type Setup = (typeof SETUPS)[number]
@@ -118,7 +114,7 @@ async function main(): Promise<void> {
   console.log(`load average before: ${loadBefore.join(' / ')} (1 / 5 / 15 min)`)
   console.log(
     `${SERVICE_ID} (tool ${tool.name}), in-process invoker, RabbitMQ ${BROKER.replace(/\/\/[^@]*@/, '//')}, store ${REDIS}; ` +
-      `${ROUNDS} rounds of ${SECONDS} s (+${WARMUP_SECONDS} s warm-up) per setup and in-flight level`,
+      `${RUN.rounds} rounds of ${RUN.seconds} s (+${RUN.warmupSeconds} s warm-up) per setup and in-flight level`,
   )
 
   const bridges = new Map<Setup, ChildBridge>()
@@ -126,7 +122,7 @@ async function main(): Promise<void> {
   const cells: Cell[] = []
   try {
     for (const setup of SETUPS) bridges.set(setup, await startBridge(setup))
-    for (const inFlight of IN_FLIGHT) {
+    for (const inFlight of RUN.inFlight) {
       for (const setup of SETUPS) {
         const queues = defaultQueues(topicOf(setup, spec.topic!))
         driven.set(
@@ -147,13 +143,13 @@ async function main(): Promise<void> {
           ),
         )
       }
-      for (let round = 0; round < ROUNDS; round++) {
+      for (let round = 0; round < RUN.rounds; round++) {
         const order = round % 2 === 0 ? SETUPS : [...SETUPS].reverse()
         for (const setup of order) {
           const pid = bridges.get(setup)!.pid
           const measured = await driven.get(setup)!.client.measure(inFlight, {
-            seconds: SECONDS,
-            warmupSeconds: WARMUP_SECONDS,
+            seconds: RUN.seconds,
+            warmupSeconds: RUN.warmupSeconds,
             probes: {
               bridge: () => processCpuUsOf(pid),
               redis: () => (redisServer === undefined ? Number.NaN : processCpuUsOf(redisServer)),
@@ -195,7 +191,7 @@ async function main(): Promise<void> {
   console.log('')
   console.log('median over rounds (lowest–highest)')
   console.log('setup   in flight  req/s                 p50 ms              bridge us/req     redis us/req   RSS MiB')
-  const rows = IN_FLIGHT.flatMap((inFlight) =>
+  const rows = RUN.inFlight.flatMap((inFlight) =>
     SETUPS.map((setup) => {
       const of = (pick: (c: Cell) => number) =>
         cells.filter((c) => c.setup === setup && c.inFlight === inFlight).map(pick)
@@ -219,21 +215,21 @@ async function main(): Promise<void> {
   if (errors > 0) console.log(`WARNING: ${errors} call(s) failed during measurement`)
   const loadAfter = loadAverage()
   console.log(`load average after: ${loadAfter.join(' / ')}`)
-  writeResults(OUT, {
+  writeResults(RUN.out, {
     bench: 'answered-store',
     date: new Date().toISOString(),
     machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
     settings: {
       broker: BROKER.replace(/\/\/[^@]*@/, '//'),
       store: REDIS,
-      rounds: ROUNDS,
-      seconds: SECONDS,
-      inFlight: IN_FLIGHT,
+      rounds: RUN.rounds,
+      seconds: RUN.seconds,
+      inFlight: RUN.inFlight,
     },
     rows,
     cells,
   })
-  console.log(`results: ${OUT}`)
+  console.log(`results: ${RUN.out}`)
 }
 
 await runBench(main)

@@ -13,7 +13,6 @@
  * BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_ROUNDS, BENCH_INFLIGHT,
  * BENCH_SETUPS, BENCH_PER_WORKER (bench/env-settings.ts), BENCH_OUT.
  */
-import { resolve } from 'node:path'
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
 import type { ToolServiceSpec } from '../bridge/project/tool-services.ts'
@@ -25,11 +24,17 @@ import { encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } fr
 import { defaultQueues } from '../shared/queues.ts'
 import { type LoopStats, type Probe, type RoundsStats, roundsStats } from './closed-loop.ts'
 import { processCpuUs, processCpuUsOf } from './cpu-and-memory.ts'
-import { type BridgeSetup, inFlightEnv, numberEnv, setupInvoker, setupsEnv, SHARED_SETUP } from './env-settings.ts'
+import {
+  type BridgeSetup,
+  type RoundsSettings,
+  roundsSettings,
+  setupInvoker,
+  setupsEnv,
+  SHARED_SETUP,
+} from './env-settings.ts'
 import { loadJokeTool, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
 import { type DrivenService, driveService, type LoadClient, type LoadClientSetup } from './load-client-process.ts'
 import { describeMachine, loadAverage, type Machine } from './machine.ts'
-import { ROOT } from './project-root.ts'
 import { writeBenchResults } from './results-file.ts'
 import { runBench } from './run-bench.ts'
 import { median } from './statistics.ts'
@@ -166,25 +171,14 @@ function brokerRowStats(cells: BrokerCellStats[]): BrokerRowStats {
 // ---------------------------------------------------------------- the skeleton of a broker bench
 
 /** What every broker bench reads from the environment (each bench's header lists them). */
-export interface BrokerSettings {
-  /** BENCH_SECONDS: measured seconds per cell. */
-  seconds: number
-  /** BENCH_WARMUP_SECONDS: warm-up seconds per cell. */
-  warmupSeconds: number
-  /** BENCH_ROUNDS: rounds per in-flight level. */
-  rounds: number
-  /** BENCH_INFLIGHT: in-flight levels. */
-  inFlight: number[]
+export interface BrokerSettings extends RoundsSettings {
   /** BENCH_SETUPS: the bridge setups measured besides the bench's echo. */
   bridgeSetups: BridgeSetup[]
 }
 
-function brokerSettings(): BrokerSettings {
+function brokerSettings(bench: string): BrokerSettings {
   return {
-    seconds: numberEnv('BENCH_SECONDS', 3, 0.1),
-    warmupSeconds: numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0),
-    rounds: Math.floor(numberEnv('BENCH_ROUNDS', 3, 1)),
-    inFlight: inFlightEnv('BENCH_INFLIGHT', '1,16,64'),
+    ...roundsSettings(bench, { seconds: 3, warmupSeconds: 0.5, rounds: 3, inFlight: '1,16,64' }),
     bridgeSetups: setupsEnv('BENCH_SETUPS', `in-process,worker-threads,${SHARED_SETUP}`),
   }
 }
@@ -278,7 +272,7 @@ const STARTUP_TIMEOUT_MS = 60_000
 export function runBrokerBench<S extends string, X extends object>(bench: BrokerBench<S, X>): Promise<never> {
   return runBench(async () => {
     const loadBefore = loadAverage()
-    const settings = brokerSettings()
+    const settings = brokerSettings(bench.name)
     const joke = loadJokeTool()
     const { spec, event } = joke
     const expected = resultText(await handler(event, lambdaContext(spec.functionName, 'bench', spec.timeoutMs)))
@@ -329,9 +323,8 @@ export function runBrokerBench<S extends string, X extends object>(bench: Broker
     printTableByInFlight([...throughputColumns<BrokerRow<S> & X>(), ...bench.columns], rows)
     console.log('')
     for (const line of bench.summary(rows)) console.log(line)
-    const out = resolve(ROOT, process.env.BENCH_OUT || `bench/results/${bench.name}.json`)
     writeBenchResults(
-      out,
+      settings.out,
       bench.name,
       prepared.machine,
       loadBefore,

@@ -1,9 +1,12 @@
 /**
  * What a bench reads from the environment: numbers, lists, in-flight levels,
- * invoker kinds and the setups a bench serves the tool with, each checked
- * with a line naming the variable when it is wrong.
+ * invoker kinds, the setups a bench serves the tool with, and the settings
+ * that every bench measured in rounds reads alike, each checked with a line
+ * naming the variable when it is wrong.
  */
+import { resolve } from 'node:path'
 import { INVOKERS, type InvokerKind } from '../bridge/project/settings.ts'
+import { ROOT } from './project-root.ts'
 
 /** A number of at least `min`; unset or empty means `fallback`. */
 export function numberEnv(name: string, fallback: number, min: number): number {
@@ -38,6 +41,34 @@ export function invokersEnv(name: string, fallback: string): InvokerKind[] {
       throw new Error(`${name}: "${s}" must be one of ${INVOKERS.join(', ')}`)
     return s as InvokerKind
   })
+}
+
+/** What a bench measured in rounds of closed loops reads from the environment; each bench's header gives its defaults. */
+export interface RoundsSettings {
+  /** BENCH_SECONDS: measured seconds per cell. */
+  seconds: number
+  /** BENCH_WARMUP_SECONDS: warm-up seconds per cell. */
+  warmupSeconds: number
+  /** BENCH_ROUNDS: rounds per in-flight level. */
+  rounds: number
+  /** BENCH_INFLIGHT: in-flight levels. */
+  inFlight: number[]
+  /** BENCH_OUT: where the results are written. */
+  out: string
+}
+
+/** `bench`'s RoundsSettings, each from its variable or else `defaults`; BENCH_OUT unset means bench/results/<bench>.json. */
+export function roundsSettings(
+  bench: string,
+  defaults: { seconds: number; warmupSeconds: number; rounds: number; inFlight: string },
+): RoundsSettings {
+  return {
+    seconds: numberEnv('BENCH_SECONDS', defaults.seconds, 0.1),
+    warmupSeconds: numberEnv('BENCH_WARMUP_SECONDS', defaults.warmupSeconds, 0),
+    rounds: Math.floor(numberEnv('BENCH_ROUNDS', defaults.rounds, 1)),
+    inFlight: inFlightEnv('BENCH_INFLIGHT', defaults.inFlight),
+    out: resolve(ROOT, process.env.BENCH_OUT || `bench/results/${bench}.json`),
+  }
 }
 
 /**

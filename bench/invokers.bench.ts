@@ -22,14 +22,13 @@
  *   BENCH_INFLIGHT         in-flight levels (default 1,16,64)
  *   BENCH_OUT              default bench/results/invokers.json (git-ignored)
  */
-import { resolve } from 'node:path'
 import { InProcessInvoker } from '../bridge/invokers/in-process-invoker.ts'
 import type { FunctionTarget, Invoker } from '../bridge/invokers/invoker.ts'
 import { WorkerThreadInvoker } from '../bridge/invokers/worker-threads/worker-thread-invoker.ts'
 import type { HandlerLocation } from '../bridge/project/tool-services.ts'
 import { measure } from './closed-loop.ts'
 import { processCpuUs, threadCpuUs } from './cpu-and-memory.ts'
-import { inFlightEnv, numberEnv } from './env-settings.ts'
+import { roundsSettings } from './env-settings.ts'
 import { loadJokeTool } from './joke-tool.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
 import { ROOT } from './project-root.ts'
@@ -38,11 +37,7 @@ import { runBench } from './run-bench.ts'
 import { median } from './statistics.ts'
 import { type Column, fmt, fmtInt, printHeader, printRow } from './tables.ts'
 
-const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
-const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 1, 0)
-const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 3, 1))
-const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
-const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/invokers.json')
+const RUN = roundsSettings('invokers', { seconds: 3, warmupSeconds: 1, rounds: 3, inFlight: '1,16,64' })
 
 const SETUPS = ['in-process', 'worker threads'] as const
 type Setup = (typeof SETUPS)[number]
@@ -82,7 +77,7 @@ async function main(): Promise<void> {
   console.log(describeMachine(machine))
   console.log(`load average before: ${loadAverage().join(' / ')}`)
   console.log(
-    `function ${spec.functionName} through invoker.invoke(); ${WARMUP_SECONDS}s warm-up + ${SECONDS}s measured per cell, ${ROUNDS} round(s), order alternating`,
+    `function ${spec.functionName} through invoker.invoke(); ${RUN.warmupSeconds}s warm-up + ${RUN.seconds}s measured per cell, ${RUN.rounds} round(s), order alternating`,
   )
   console.log(
     "cpu = process CPU (all threads) per call; main = the main thread's; threads = worker threads at the end of each round\n",
@@ -90,14 +85,14 @@ async function main(): Promise<void> {
   printHeader(COLUMNS)
 
   const rows: Row[] = []
-  for (const inFlight of IN_FLIGHT) {
+  for (const inFlight of RUN.inFlight) {
     const target = {
       ...spec,
       location: spec.location as HandlerLocation,
       concurrency: inFlight,
     } satisfies FunctionTarget<HandlerLocation>
     const cells = new Map<Setup, { callsPerSec: number; p50Ms: number; cpu: number; main: number; threads: number }[]>()
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < RUN.rounds; round++) {
       const order = round % 2 === 0 ? SETUPS : [...SETUPS].reverse()
       for (const setup of order) {
         const workers = setup === 'worker threads' ? new WorkerThreadInvoker(ROOT) : undefined
@@ -109,8 +104,8 @@ async function main(): Promise<void> {
           if (!outcome.ok) throw new Error(outcome.message)
         }
         const cell = await measure(call, inFlight, {
-          seconds: SECONDS,
-          warmupSeconds: WARMUP_SECONDS,
+          seconds: RUN.seconds,
+          warmupSeconds: RUN.warmupSeconds,
           probes: { cpu: processCpuUs, main: threadCpuUs },
         })
         const threads = workers?.environments(spec.functionName) ?? 0
@@ -145,7 +140,7 @@ async function main(): Promise<void> {
       const row: Row = {
         setup,
         inFlight,
-        rounds: ROUNDS,
+        rounds: RUN.rounds,
         ...s,
         ratioToInProcess: s.callsPerSec / base.callsPerSec,
         cpuRatioToInProcess: s.cpuUsPerCall / base.cpuUsPerCall,
@@ -155,11 +150,11 @@ async function main(): Promise<void> {
     }
   }
   console.log(`\nload average after: ${loadAverage().join(' / ')}`)
-  writeResults(OUT, {
+  writeResults(RUN.out, {
     bench: 'invokers',
     date: new Date().toISOString(),
     machine,
-    settings: { seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, rounds: ROUNDS, inFlight: IN_FLIGHT },
+    settings: { seconds: RUN.seconds, warmupSeconds: RUN.warmupSeconds, rounds: RUN.rounds, inFlight: RUN.inFlight },
     aggregation: 'median over rounds; rounds alternate the order of setups',
     rows,
   })

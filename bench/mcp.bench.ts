@@ -73,7 +73,7 @@ import { resultText } from '../shared/protocol.ts'
 import { envWithoutToolbridgeSettings, stopForkedChild } from './child-processes.ts'
 import { type Call, type LoopStats, measure, type RoundsStats, roundsStats } from './closed-loop.ts'
 import { processCpuUs, processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
-import { inFlightEnv, invokersEnv, listEnv, numberEnv } from './env-settings.ts'
+import { invokersEnv, listEnv, numberEnv, roundsSettings } from './env-settings.ts'
 import { ARGUMENTS, loadJokeTool, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
 import type { ServerReady, ToServer } from './mcp-server.ts'
@@ -90,10 +90,7 @@ const LEGACY = '2025-11-25'
 const ERA_NAMES = [MODERN, LEGACY] as const
 type Era = (typeof ERA_NAMES)[number]
 
-const SECONDS = numberEnv('BENCH_SECONDS', 5, 0.1)
-const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 1, 0)
-const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 5, 1))
-const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
+const RUN = roundsSettings('mcp', { seconds: 5, warmupSeconds: 1, rounds: 5, inFlight: '1,16,64' })
 const ERAS = listEnv('BENCH_ERAS', ERA_NAMES.join(',')).map((s) => {
   if (!(ERA_NAMES as readonly string[]).includes(s))
     throw new Error(`BENCH_ERAS: "${s}" must be one of ${ERA_NAMES.join(', ')}`)
@@ -105,7 +102,6 @@ const INVOKERS = invokersEnv('BENCH_INVOKERS', LOCAL_INVOKERS.join(',')).map((s)
   return s
 })
 const WITH_TOOLS = numberEnv('BENCH_TOOLS', 1, 0) !== 0
-const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/mcp.json')
 
 const TARGETS = { throughputRatio: 1.0, cpuRatio: 1.0, invoker: 'worker-threads' as InvokerKind }
 const STARTUP_TIMEOUT_MS = 60_000
@@ -367,8 +363,8 @@ async function measureCell(
         p999Ms: _,
         ...stats
       } = await measure(caller.call, inFlight, {
-        seconds: SECONDS,
-        warmupSeconds: WARMUP_SECONDS,
+        seconds: RUN.seconds,
+        warmupSeconds: RUN.warmupSeconds,
         probes: { server: () => processCpuUsOf(server.pid), client: processCpuUs },
       })
       return {
@@ -429,7 +425,7 @@ function rowsOf(cells: Cell[], list: Route[]): Row[] {
   const groups: Group[] = [...ERAS, ...(WITH_TOOLS ? (['tools'] as const) : [])]
   for (const group of groups) {
     const baseGroup: Era = group === 'tools' ? (ERAS.includes(MODERN) ? MODERN : ERAS[0]!) : group
-    for (const inFlight of IN_FLIGHT) {
+    for (const inFlight of RUN.inFlight) {
       const base = cells.filter((c) => c.group === baseGroup && c.setup === 'plain-sdk' && c.inFlight === inFlight)
       const baseReq = median(base.map((c) => c.reqPerSec))
       const baseCpu = median(base.map((c) => c.serverCpuUsPerCall))
@@ -514,8 +510,8 @@ async function main(): Promise<void> {
       `toolbridge on serverless.yml as it is (concurrency ${spec.concurrency}), embedded broker`,
   )
   console.log(
-    `cells: ${WARMUP_SECONDS}s warm-up + ${SECONDS}s measured, closed loop; in-flight ${IN_FLIGHT.join(', ')}; ` +
-      `${ROUNDS} round(s) per level, order rotated; eras ${ERAS.join(', ')}; invokers ${INVOKERS.join(', ')}` +
+    `cells: ${RUN.warmupSeconds}s warm-up + ${RUN.seconds}s measured, closed loop; in-flight ${RUN.inFlight.join(', ')}; ` +
+      `${RUN.rounds} round(s) per level, order rotated; eras ${ERAS.join(', ')}; invokers ${INVOKERS.join(', ')}` +
       (WITH_TOOLS ? '; /tools too' : ''),
   )
   console.log('')
@@ -540,8 +536,8 @@ async function main(): Promise<void> {
       console.log(`${name}: pid ${servers.get(name)!.pid}, ${servers.get(name)!.url.origin}, answers checked`)
     console.log('')
 
-    for (const inFlight of IN_FLIGHT) {
-      for (let round = 0; round < ROUNDS; round++) {
+    for (const inFlight of RUN.inFlight) {
+      for (let round = 0; round < RUN.rounds; round++) {
         const order = list.map((_, i) => list[(i + round) % list.length]!)
         const parts: string[] = []
         for (const [position, route] of order.entries()) {
@@ -550,7 +546,7 @@ async function main(): Promise<void> {
           const era = route.group === 'tools' ? '' : ` ${route.group.slice(0, 4)}`
           parts.push(`${route.setup}${era} ${fmtInt(stats.reqPerSec)}/s`)
         }
-        console.log(`in-flight ${String(inFlight).padStart(2)} round ${round + 1}/${ROUNDS}: ${parts.join(' | ')}`)
+        console.log(`in-flight ${String(inFlight).padStart(2)} round ${round + 1}/${RUN.rounds}: ${parts.join(' | ')}`)
       }
     }
   } finally {
@@ -582,7 +578,7 @@ async function main(): Promise<void> {
   const errors = rows.reduce((n, r) => n + r.errors, 0)
   if (errors > 0) console.log(`WARNING: ${errors} call(s) failed during measurement`)
 
-  writeBenchResults(OUT, 'mcp', machine, loadBefore, {
+  writeBenchResults(RUN.out, 'mcp', machine, loadBefore, {
     settings: {
       service: SERVICE_ID,
       tool: TOOL_NAME,
@@ -593,10 +589,10 @@ async function main(): Promise<void> {
       eras: ERAS,
       invokers: INVOKERS,
       tools: WITH_TOOLS,
-      inFlight: IN_FLIGHT,
-      rounds: ROUNDS,
-      warmupSeconds: WARMUP_SECONDS,
-      seconds: SECONDS,
+      inFlight: RUN.inFlight,
+      rounds: RUN.rounds,
+      warmupSeconds: RUN.warmupSeconds,
+      seconds: RUN.seconds,
       loadGenerator:
         'closed loop in the bench process: in-flight callers on node:http keep-alive connections, every answer read whole and checked',
       servers:

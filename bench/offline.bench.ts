@@ -29,7 +29,6 @@
  *   BENCH_INFLIGHT         in-flight levels, comma separated (default 1,16,64)
  *   BENCH_OUT              where to write the JSON (default bench/results/offline.json, git-ignored)
  */
-import { resolve } from 'node:path'
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
 import { RequestClient } from '../bridge/trustgraph/request-client.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
@@ -37,19 +36,14 @@ import { startRuntime } from '../bridge/runtime.ts'
 import { startOffline } from '../scripts/offline.ts'
 import { type Call, measure } from './closed-loop.ts'
 import { processCpuUs } from './cpu-and-memory.ts'
-import { inFlightEnv, numberEnv } from './env-settings.ts'
+import { roundsSettings } from './env-settings.ts'
 import { loadJokeTool } from './joke-tool.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
-import { ROOT } from './project-root.ts'
 import { writeResults } from './results-file.ts'
 import { median } from './statistics.ts'
 import { type Column, fmt, fmtSigned, printHeader, printRow, throughputColumns, type ThroughputRow } from './tables.ts'
 
-const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
-const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)
-const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 3, 1))
-const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16,64')
-const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/offline.json')
+const RUN = roundsSettings('offline', { seconds: 3, warmupSeconds: 0.5, rounds: 3, inFlight: '1,16,64' })
 const TARGET_P50_ADDED_MS = 1
 const CALL_TIMEOUT_MS = 10_000
 
@@ -103,7 +97,7 @@ async function main(): Promise<void> {
   const cells: object[] = []
   printHeader(COLUMNS)
   try {
-    for (const inFlight of IN_FLIGHT) {
+    for (const inFlight of RUN.inFlight) {
       const settings = resolveSettings(
         { invoker: 'lambda', lambdaEndpoint: offline.endpoint, port: 'off', drainTimeout: '1' },
         {},
@@ -120,12 +114,12 @@ async function main(): Promise<void> {
         direct: [],
         bridge: [],
       }
-      for (let round = 0; round < ROUNDS; round++) {
+      for (let round = 0; round < RUN.rounds; round++) {
         const order: Setup[] = round % 2 === 0 ? ['direct', 'bridge'] : ['bridge', 'direct']
         for (const setup of order) {
           const stats = await measure(setup === 'direct' ? direct : viaBridge, inFlight, {
-            seconds: SECONDS,
-            warmupSeconds: WARMUP_SECONDS,
+            seconds: RUN.seconds,
+            warmupSeconds: RUN.warmupSeconds,
             probes: { node: processCpuUs },
           })
           results[setup].push(stats)
@@ -167,10 +161,10 @@ async function main(): Promise<void> {
     await offline.stop()
   }
   console.log(`\nload average after the run: ${loadAverage().join(' ')}`)
-  writeResults(OUT, {
+  writeResults(RUN.out, {
     bench: 'bridge -> serverless-offline vs Invoke on serverless-offline',
     target: { p50AddedMs: TARGET_P50_ADDED_MS },
-    settings: { seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, rounds: ROUNDS, inFlight: IN_FLIGHT },
+    settings: { seconds: RUN.seconds, warmupSeconds: RUN.warmupSeconds, rounds: RUN.rounds, inFlight: RUN.inFlight },
     machine,
     rows,
     cells,

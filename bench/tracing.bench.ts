@@ -34,7 +34,7 @@ import { pathToFileURL } from 'node:url'
 import type { InvokerKind } from '../bridge/project/settings.ts'
 import { measure } from './closed-loop.ts'
 import { processCpuUs } from './cpu-and-memory.ts'
-import { inFlightEnv, invokersEnv, numberEnv } from './env-settings.ts'
+import { invokersEnv, roundsSettings } from './env-settings.ts'
 import { loadJokeTool } from './joke-tool.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
 import { ROOT } from './project-root.ts'
@@ -42,14 +42,10 @@ import { writeBenchResults } from './results-file.ts'
 import { median } from './statistics.ts'
 import { type Column, fmt, fmtInt, printHeader, printRow } from './tables.ts'
 
-const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 5, 1))
-const SECONDS = numberEnv('BENCH_SECONDS', 2, 0.1)
-const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 1, 0)
-const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16')
+const RUN = roundsSettings('tracing', { seconds: 2, warmupSeconds: 1, rounds: 5, inFlight: '1,16' })
 const INVOKER_KINDS = invokersEnv('BENCH_INVOKERS', 'in-process')
 const OTLP_ENDPOINT = process.env.BENCH_OTLP_ENDPOINT || 'http://127.0.0.1:4318'
 const BASELINE_DIR = process.env.BENCH_BASELINE_DIR ? resolve(process.env.BENCH_BASELINE_DIR) : undefined
-const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/tracing.json')
 
 type SetupName = 'before' | 'off' | 'on'
 
@@ -110,8 +106,8 @@ async function runCell(
   try {
     const call = () => client.call(request)
     const { used, ...stats } = await measure(call, inFlight, {
-      seconds: SECONDS,
-      warmupSeconds: WARMUP_SECONDS,
+      seconds: RUN.seconds,
+      warmupSeconds: RUN.warmupSeconds,
       probes: { process: processCpuUs },
     })
     return { reqPerSec: stats.reqPerSec, p50Us: stats.p50Ms * 1000, cpuUsPerRequest: used.process / stats.requests }
@@ -157,20 +153,20 @@ async function main(): Promise<void> {
     `setups: ${setups.join(', ')}${BASELINE_DIR ? ` (before = ${BASELINE_DIR})` : ''}; on exports to ${OTLP_ENDPOINT}`,
   )
   console.log(
-    `${ROUNDS} rounds × (${WARMUP_SECONDS}s warm-up + ${SECONDS}s measured) per cell, in-flight ${IN_FLIGHT.join(', ')}\n`,
+    `${RUN.rounds} rounds × (${RUN.warmupSeconds}s warm-up + ${RUN.seconds}s measured) per cell, in-flight ${RUN.inFlight.join(', ')}\n`,
   )
 
   const rows: Row[] = []
   const serviceName = `toolbridge-bench-${Date.now()}`
   for (const kind of INVOKER_KINDS) {
-    for (const inFlight of IN_FLIGHT) {
+    for (const inFlight of RUN.inFlight) {
       const bySetup = new Map<SetupName, Row>(
         setups.map((setup) => [
           setup,
           { invoker: kind, inFlight, setup, reqPerSec: [], p50Us: [], cpuUsPerRequest: [] },
         ]),
       )
-      for (let round = 0; round < ROUNDS; round++) {
+      for (let round = 0; round < RUN.rounds; round++) {
         // Rotated: no setup always runs first (a fresh process) or last (a warm, fragmented heap).
         const order = setups.map((_, i) => setups[(i + round) % setups.length] as SetupName)
         for (const setup of order) {
@@ -192,13 +188,13 @@ async function main(): Promise<void> {
   const comparisons: Record<string, unknown>[] = []
   console.log('')
   for (const kind of INVOKER_KINDS) {
-    for (const inFlight of IN_FLIGHT) {
+    for (const inFlight of RUN.inFlight) {
       const of = (setup: SetupName) =>
         rows.find((r) => r.invoker === kind && r.inFlight === inFlight && r.setup === setup)
       const off = of('off')!
       const on = of('on')!
       const before = of('before')
-      const perRound = (f: (i: number) => number) => Array.from({ length: ROUNDS }, (_, i) => f(i))
+      const perRound = (f: (i: number) => number) => Array.from({ length: RUN.rounds }, (_, i) => f(i))
       const cpuOn = perRound((i) => on.cpuUsPerRequest[i]! - off.cpuUsPerRequest[i]!)
       const p50On = perRound((i) => on.p50Us[i]! - off.p50Us[i]!)
       const rateOn = perRound((i) => on.reqPerSec[i]! / off.reqPerSec[i]!)
@@ -222,16 +218,16 @@ async function main(): Promise<void> {
   }
   console.log('')
   writeBenchResults(
-    OUT,
+    RUN.out,
     'tracing',
     machine,
     loadBefore,
     {
       settings: {
-        rounds: ROUNDS,
-        seconds: SECONDS,
-        warmupSeconds: WARMUP_SECONDS,
-        inFlight: IN_FLIGHT,
+        rounds: RUN.rounds,
+        seconds: RUN.seconds,
+        warmupSeconds: RUN.warmupSeconds,
+        inFlight: RUN.inFlight,
         invokers: INVOKER_KINDS,
         otlpEndpoint: OTLP_ENDPOINT,
         baseline: BASELINE_DIR ?? null,

@@ -52,7 +52,7 @@ import { handler } from '../functions/joke/handler.ts'
 import { encodeResponse, finalResponse, resultText } from '../shared/protocol.ts'
 import { defaultQueues } from '../shared/queues.ts'
 import { TRUSTGRAPH_INSTALL, TRUSTGRAPH_VENV, trustgraphInstalled } from '../test/support/trustgraph.ts'
-import { inFlightEnv, listEnv, numberEnv } from './env-settings.ts'
+import { listEnv, roundsSettings } from './env-settings.ts'
 import { ARGUMENTS, loadJokeTool } from './joke-tool.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
 import { ROOT } from './project-root.ts'
@@ -63,11 +63,7 @@ import { type Column, fmt, fmtInt, printHeader, printRow, throughputColumns, typ
 import { startTransportEcho } from './broker-bench.ts'
 
 const BROKERS = listEnv('BENCH_BROKERS', 'rabbitmq,pulsar') as Broker[]
-const IN_FLIGHT = inFlightEnv('BENCH_INFLIGHT', '1,16')
-const ROUNDS = Math.floor(numberEnv('BENCH_ROUNDS', 3, 1))
-const SECONDS = numberEnv('BENCH_SECONDS', 3, 0.1)
-const WARMUP_SECONDS = numberEnv('BENCH_WARMUP_SECONDS', 0.5, 0)
-const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/trustgraph-client.json')
+const RUN = roundsSettings('trustgraph-client', { seconds: 3, warmupSeconds: 0.5, rounds: 3, inFlight: '1,16' })
 const TARGET = 0.9
 
 type Broker = 'rabbitmq' | 'pulsar'
@@ -139,8 +135,8 @@ function runClient(
     ['--arguments', JSON.stringify(request.arguments)],
     ['--expect', expected],
     ['--in-flight', String(inFlight)],
-    ['--warmup', String(WARMUP_SECONDS)],
-    ['--seconds', String(SECONDS)],
+    ['--warmup', String(RUN.warmupSeconds)],
+    ['--seconds', String(RUN.seconds)],
   ].flat()
   return new Promise((done, fail) => {
     const child = spawn(resolve(TRUSTGRAPH_VENV, 'bin/python'), args)
@@ -195,17 +191,17 @@ async function main(): Promise<void> {
     `TrustGraph's RequestResponseClient (${TRUSTGRAPH_VENV}) calling ${spec.id} (tool ${tool.name}, config ${JSON.stringify(tool.config)}, arguments ${JSON.stringify(ARGUMENTS)})`,
   )
   console.log(
-    `cells: ${WARMUP_SECONDS}s warm-up + ${SECONDS}s measured, closed loop; brokers ${BROKERS.join(', ')}; in-flight ${IN_FLIGHT.join(', ')}; ${ROUNDS} round(s)\n`,
+    `cells: ${RUN.warmupSeconds}s warm-up + ${RUN.seconds}s measured, closed loop; brokers ${BROKERS.join(', ')}; in-flight ${RUN.inFlight.join(', ')}; ${RUN.rounds} round(s)\n`,
   )
 
   const cells: Cell[] = []
   for (const broker of BROKERS) {
-    for (const inFlight of IN_FLIGHT) {
+    for (const inFlight of RUN.inFlight) {
       const stops: (() => Promise<void>)[] = []
       try {
         stops.push(await startTransportEcho(newTransport(broker), topicOf('baseline'), inFlight, responseBody))
         stops.push(await startBridge(broker, inFlight, project, spec))
-        for (let round = 0; round < ROUNDS; round++) {
+        for (let round = 0; round < RUN.rounds; round++) {
           const order = round % 2 === 0 ? SETUPS : [...SETUPS].reverse()
           const parts: string[] = []
           for (const setup of order) {
@@ -214,7 +210,7 @@ async function main(): Promise<void> {
             parts.push(`${setup} ${fmtInt(stats.reqPerSec)}/s p50 ${fmt(stats.p50Ms, 2)}`)
           }
           console.log(
-            `${broker} in-flight ${String(inFlight).padStart(2)} round ${round + 1}/${ROUNDS}: ${parts.join(' | ')} (load ${loadAverage()[0]})`,
+            `${broker} in-flight ${String(inFlight).padStart(2)} round ${round + 1}/${RUN.rounds}: ${parts.join(' | ')} (load ${loadAverage()[0]})`,
           )
         }
       } finally {
@@ -226,7 +222,7 @@ async function main(): Promise<void> {
 
   const rows: Row[] = []
   for (const broker of BROKERS) {
-    for (const inFlight of IN_FLIGHT) {
+    for (const inFlight of RUN.inFlight) {
       const of = (setup: Setup) =>
         cells.filter((c) => c.broker === broker && c.inFlight === inFlight && c.setup === setup)
       const base = of('baseline')
@@ -266,13 +262,13 @@ async function main(): Promise<void> {
   const errors = rows.reduce((n, r) => n + r.errors, 0)
   if (errors > 0) console.log(`WARNING: ${errors} call(s) failed or answered wrongly during measurement`)
   console.log('')
-  writeBenchResults(OUT, 'trustgraph-client', machine, loadBefore, {
+  writeBenchResults(RUN.out, 'trustgraph-client', machine, loadBefore, {
     settings: {
       brokers: BROKERS,
-      inFlight: IN_FLIGHT,
-      rounds: ROUNDS,
-      seconds: SECONDS,
-      warmupSeconds: WARMUP_SECONDS,
+      inFlight: RUN.inFlight,
+      rounds: RUN.rounds,
+      seconds: RUN.seconds,
+      warmupSeconds: RUN.warmupSeconds,
     },
     rows,
     cells,
