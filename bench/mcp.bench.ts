@@ -493,6 +493,14 @@ function packageVersion(name: string): string {
 
 // ---------------------------------------------------------------- main
 
+/** toolbridge's count of MCP tool calls by what answered them, from its /metrics. */
+async function toolCallPaths(url: URL): Promise<{ direct: number; sdk: number }> {
+  const text = await (await fetch(new URL('/metrics', url))).text()
+  const count = (path: string) =>
+    Number(new RegExp(`^toolbridge_mcp_tool_calls_total\\{path="${path}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0)
+  return { direct: count('direct'), sdk: count('sdk') }
+}
+
 async function main(): Promise<void> {
   const loadBefore = loadAverage()
   const { spec, tool, event } = loadJokeTool()
@@ -519,6 +527,7 @@ async function main(): Promise<void> {
   const serverNames = [...new Set(list.map((r) => r.server))]
   const servers = new Map<ServerName, ServerProcess>()
   const cells: Cell[] = []
+  const lanes: Record<string, { direct: number; sdk: number }> = {}
   try {
     for (const name of serverNames) servers.set(name, await startServer(name))
     // Every route answers right before anything is timed.
@@ -548,6 +557,13 @@ async function main(): Promise<void> {
         }
         console.log(`in-flight ${String(inFlight).padStart(2)} round ${round + 1}/${RUN.rounds}: ${parts.join(' | ')}`)
       }
+    }
+    // Which path answered toolbridge's MCP calls: the direct lane (2026-07-28) or the SDK.
+    for (const [name, server] of servers) {
+      if (name === 'plain-sdk') continue
+      const paths = await toolCallPaths(server.url)
+      lanes[name] = paths
+      console.log(`${name}: tools/call answered by the direct lane ${paths.direct}, by the SDK ${paths.sdk}`)
     }
   } finally {
     for (const server of servers.values()) await server.stop()
@@ -602,6 +618,7 @@ async function main(): Promise<void> {
       aggregation: 'median over rounds; rounds rotate the order of routes',
       targets: TARGETS,
     },
+    toolCallPaths: lanes,
     rows,
     cells,
   })
