@@ -38,6 +38,8 @@ function project(): { functions: Record<string, Record<string, any>> } {
 }
 
 const joke = (p: ReturnType<typeof project>) => p.functions.joke!.toolService
+/** The joke function's toolService block, as parsed. */
+type Service = ReturnType<typeof joke>
 
 function configError(serverless: unknown): ConfigError {
   try {
@@ -56,22 +58,25 @@ function only(specs: ToolServiceSpec[]): ToolServiceSpec {
 }
 
 describe('descriptors of the repo serverless.yml (docs/wire-contract.md)', () => {
-  it('gives joke-service its tool-service object with logical queue names by default', () => {
-    const out = descriptors(readToolServices(repoServerless()))
+  it.each([
+    [
+      'gives joke-service its tool-service object with logical queue names by default',
+      undefined,
+      'request:tg:joke',
+      'response:tg:joke',
+    ],
+    [
+      'gives joke-service non-persistent Pulsar URIs with style pulsar',
+      'pulsar',
+      'non-persistent://tg/request/joke',
+      'non-persistent://tg/response/joke',
+    ],
+  ] as const)('%s', (_title, style, requestQueue, responseQueue) => {
+    const out = descriptors(readToolServices(repoServerless()), style)
     expect(out['tool-service']['joke-service']).toStrictEqual({
       id: 'joke-service',
-      'request-queue': 'request:tg:joke',
-      'response-queue': 'response:tg:joke',
-      'config-params': [{ name: 'style', required: false }],
-    })
-  })
-
-  it('gives joke-service non-persistent Pulsar URIs with style pulsar', () => {
-    const out = descriptors(readToolServices(repoServerless()), 'pulsar')
-    expect(out['tool-service']['joke-service']).toStrictEqual({
-      id: 'joke-service',
-      'request-queue': 'non-persistent://tg/request/joke',
-      'response-queue': 'non-persistent://tg/response/joke',
+      'request-queue': requestQueue,
+      'response-queue': responseQueue,
       'config-params': [{ name: 'style', required: false }],
     })
   })
@@ -246,12 +251,6 @@ describe('readToolServices errors name the exact path', () => {
     )
   })
 
-  it('names a tool without a description', () => {
-    const p = project()
-    delete joke(p).tools[0].description
-    expect(configError(p).message).toBe('functions.joke.toolService.tools[0]: missing required field "description"')
-  })
-
   it('names a misspelt MCP hint, and a hint that is not a boolean', () => {
     const p = project()
     joke(p).tools[0].annotations = { readOnly: true }
@@ -262,122 +261,105 @@ describe('readToolServices errors name the exact path', () => {
     expect(configError(p).message).toBe('functions.joke.toolService.tools[0].annotations.readOnlyHint: must be boolean')
   })
 
-  it('names an output schema that is not a mapping', () => {
-    const p = project()
-    joke(p).tools[0].output = 'json'
-    expect(configError(p).message).toBe('functions.joke.toolService.tools[0].output: must be object')
-  })
-
-  it('names a bad argument type', () => {
-    const p = project()
-    joke(p).tools[0].arguments[0].type = 'str'
-    expect(configError(p).message).toBe(
-      'functions.joke.toolService.tools[0].arguments[0].type: must be one of "string", "number", "integer", "boolean", "object", "array"',
-    )
-  })
-
-  it('names a tool config value that is not a string, number or boolean', () => {
-    const p = project()
-    joke(p).tools[0].config.style = ['pun']
-    expect(configError(p).message).toBe(
-      'functions.joke.toolService.tools[0].config.style: must be a string, number or boolean',
-    )
-  })
-
-  it('names a config param that is neither a name nor {name, required}', () => {
-    const p = project()
-    joke(p).configParams = [42]
-    expect(configError(p).message).toBe(
-      'functions.joke.toolService.configParams[0]: must be a name or {name, required}',
-    )
-  })
-
-  it('names a bad response mode', () => {
-    const p = project()
-    joke(p).response = 'multi'
-    expect(configError(p).message).toBe('functions.joke.toolService.response: must be one of "single", "stream"')
-  })
-
-  it('names a concurrency of 0', () => {
-    const p = project()
-    joke(p).concurrency = 0
-    expect(configError(p).message).toBe('functions.joke.toolService.concurrency: must be >= 1')
-  })
-
-  it('refuses topic and requestQueue together', () => {
-    const p = project()
-    joke(p).requestQueue = 'request:tg:other'
-    joke(p).responseQueue = 'response:tg:other'
-    expect(configError(p).message).toBe(
-      'functions.joke.toolService: give either "topic" or "requestQueue" and "responseQueue", not both',
-    )
-  })
-
-  it('refuses a service with neither topic nor queues', () => {
-    const p = project()
-    delete joke(p).topic
-    expect(configError(p).message).toBe(
-      'functions.joke.toolService: missing "topic" (or "requestQueue" and "responseQueue")',
-    )
-  })
-
-  it('refuses requestQueue without responseQueue', () => {
-    const p = project()
-    delete joke(p).topic
-    joke(p).requestQueue = 'request:tg:other'
-    expect(configError(p).message).toBe('functions.joke.toolService: missing required field "responseQueue"')
-  })
-
-  it('names an invalid queue name', () => {
-    const p = project()
-    delete joke(p).topic
-    joke(p).requestQueue = 'request:tg:a/b'
-    joke(p).responseQueue = 'response:tg:a'
-    expect(configError(p).message).toBe(
-      'functions.joke.toolService.requestQueue: queue "request:tg:a/b": topic "a/b" may only contain letters, digits, ".", "_" and "-"',
-    )
-  })
-
-  it('names an invalid response queue name', () => {
-    const p = project()
-    delete joke(p).topic
-    joke(p).requestQueue = 'request:tg:a'
-    joke(p).responseQueue = 'reply:tg:a'
-    expect(configError(p).message).toBe(
-      'functions.joke.toolService.responseQueue: queue "reply:tg:a": class "reply" must be one of flow, request, response, notify',
-    )
-  })
-
-  it('names a tool config key that is not a config param', () => {
-    const p = project()
-    joke(p).tools[0].config = { colour: 'red' }
-    expect(configError(p).message).toBe(
-      'functions.joke.toolService.tools[0].config.colour: is not a config param of this tool service',
-    )
-  })
-
-  it("names a required config param missing from a tool's config", () => {
-    const p = project()
-    joke(p).configParams = [{ name: 'style', required: true }]
-    delete joke(p).tools[0].config
-    expect(configError(p).message).toBe(
-      'functions.joke.toolService.tools[0].config: missing required config param "style"',
-    )
-  })
-
   it('names the config param declaration of a reserved name ("name")', () => {
     const p = project()
     joke(p).configParams = [{ name: 'style' }, { name: 'name' }]
     expect(configError(p).message).toMatch(/^functions\.joke\.toolService\.configParams\[1\](\.name)?: .*"name"/)
   })
 
-  it('refuses a config param with a reserved name even as a bare string', () => {
-    const p = project()
-    joke(p).configParams = ['description']
-    delete joke(p).tools[0].config
-    expect(configError(p).message).toBe(
+  /** The joke service's queues given instead of its topic. */
+  const withQueues = (s: Service, queues: { requestQueue: string; responseQueue?: string }) => {
+    delete s.topic
+    Object.assign(s, queues)
+  }
+
+  it.each<[string, (s: Service) => unknown, string]>([
+    [
+      'names a tool without a description',
+      (s) => delete s.tools[0].description,
+      'functions.joke.toolService.tools[0]: missing required field "description"',
+    ],
+    [
+      'names an output schema that is not a mapping',
+      (s) => (s.tools[0].output = 'json'),
+      'functions.joke.toolService.tools[0].output: must be object',
+    ],
+    [
+      'names a bad argument type',
+      (s) => (s.tools[0].arguments[0].type = 'str'),
+      'functions.joke.toolService.tools[0].arguments[0].type: must be one of "string", "number", "integer", "boolean", "object", "array"',
+    ],
+    [
+      'names a tool config value that is not a string, number or boolean',
+      (s) => (s.tools[0].config.style = ['pun']),
+      'functions.joke.toolService.tools[0].config.style: must be a string, number or boolean',
+    ],
+    [
+      'names a config param that is neither a name nor {name, required}',
+      (s) => (s.configParams = [42]),
+      'functions.joke.toolService.configParams[0]: must be a name or {name, required}',
+    ],
+    [
+      'names a bad response mode',
+      (s) => (s.response = 'multi'),
+      'functions.joke.toolService.response: must be one of "single", "stream"',
+    ],
+    ['names a concurrency of 0', (s) => (s.concurrency = 0), 'functions.joke.toolService.concurrency: must be >= 1'],
+    [
+      'refuses topic and requestQueue together',
+      (s) => Object.assign(s, { requestQueue: 'request:tg:other', responseQueue: 'response:tg:other' }),
+      'functions.joke.toolService: give either "topic" or "requestQueue" and "responseQueue", not both',
+    ],
+    [
+      'refuses a service with neither topic nor queues',
+      (s) => delete s.topic,
+      'functions.joke.toolService: missing "topic" (or "requestQueue" and "responseQueue")',
+    ],
+    [
+      'refuses requestQueue without responseQueue',
+      (s) => withQueues(s, { requestQueue: 'request:tg:other' }),
+      'functions.joke.toolService: missing required field "responseQueue"',
+    ],
+    [
+      'names an invalid queue name',
+      (s) => withQueues(s, { requestQueue: 'request:tg:a/b', responseQueue: 'response:tg:a' }),
+      'functions.joke.toolService.requestQueue: queue "request:tg:a/b": topic "a/b" may only contain letters, digits, ".", "_" and "-"',
+    ],
+    [
+      'names an invalid response queue name',
+      (s) => withQueues(s, { requestQueue: 'request:tg:a', responseQueue: 'reply:tg:a' }),
+      'functions.joke.toolService.responseQueue: queue "reply:tg:a": class "reply" must be one of flow, request, response, notify',
+    ],
+    [
+      'names a tool config key that is not a config param',
+      (s) => (s.tools[0].config = { colour: 'red' }),
+      'functions.joke.toolService.tools[0].config.colour: is not a config param of this tool service',
+    ],
+    [
+      "names a required config param missing from a tool's config",
+      (s) => {
+        s.configParams = [{ name: 'style', required: true }]
+        delete s.tools[0].config
+      },
+      'functions.joke.toolService.tools[0].config: missing required config param "style"',
+    ],
+    [
+      'refuses a config param with a reserved name even as a bare string',
+      (s) => {
+        s.configParams = ['description']
+        delete s.tools[0].config
+      },
       'functions.joke.toolService.configParams[0].name: "description" would overwrite the tool\'s own "description" field',
-    )
+    ],
+    [
+      'names a duplicate argument name',
+      (s) => s.tools[0].arguments.push({ name: 'topic', type: 'string', description: 'again' }),
+      'functions.joke.toolService.tools[0].arguments[1].name: duplicate argument "topic"',
+    ],
+  ])('%s', (_title, change, message) => {
+    const p = project()
+    change(joke(p))
+    expect(configError(p).message).toBe(message)
   })
 
   it('names a duplicate service id', () => {
@@ -395,14 +377,6 @@ describe('readToolServices errors name the exact path', () => {
     p.functions.other.toolService.id = 'other-service'
     expect(configError(p).message).toBe(
       'functions.other.toolService.tools[0].name: tool "tell-joke" is also defined by functions.joke',
-    )
-  })
-
-  it('names a duplicate argument name', () => {
-    const p = project()
-    joke(p).tools[0].arguments.push({ name: 'topic', type: 'string', description: 'again' })
-    expect(configError(p).message).toBe(
-      'functions.joke.toolService.tools[0].arguments[1].name: duplicate argument "topic"',
     )
   })
 
