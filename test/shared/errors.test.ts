@@ -61,29 +61,41 @@ describe('ToolbridgeError and ConfigError', () => {
 })
 
 describe('each error is a ToolbridgeError with its kind', () => {
-  it('CallerGoneError: the HTTP caller left before its call was sent, nothing to retry', () => {
-    const error = new CallerGoneError('caller gone before the call was sent')
+  it.each([
+    [
+      'CallerGoneError: the HTTP caller left before its call was sent, nothing to retry',
+      () => new CallerGoneError('caller gone before the call was sent'),
+      CallerGoneError,
+      { name: 'CallerGoneError', kind: 'unavailable', retriable: false },
+    ],
+    [
+      'StreamTooLarge: a stream past its byte limit is too large',
+      () => new StreamTooLarge(1024),
+      StreamTooLarge,
+      {
+        name: 'StreamTooLarge',
+        kind: 'too-large',
+        retriable: false,
+        message: 'the function streamed more than 1024 bytes, the limit of one response',
+      },
+    ],
+    [
+      'QueueNameError: a configuration mistake, never retried',
+      () => thrownBy(() => parseQueueName('joke')),
+      QueueNameError,
+      { name: 'QueueNameError', kind: 'config', retriable: false },
+    ],
+    [
+      'ToolCallTimeoutError: a timeout, not retried (the tool may still run)',
+      () => new ToolCallTimeoutError('no answer'),
+      ToolCallTimeoutError,
+      { name: 'ToolCallTimeoutError', kind: 'timeout', retriable: false, message: 'no answer' },
+    ],
+  ])('%s', (_title, make, type, expected) => {
+    const error = make()
+    expect(error).toBeInstanceOf(type)
     expect(error).toBeInstanceOf(ToolbridgeError)
-    expect(error).toMatchObject({ name: 'CallerGoneError', kind: 'unavailable', retriable: false })
-    expect(isRetriable(error)).toBe(false)
-  })
-
-  it('StreamTooLarge: a stream past its byte limit is too large', () => {
-    const error = new StreamTooLarge(1024)
-    expect(error).toBeInstanceOf(ToolbridgeError)
-    expect(error).toMatchObject({
-      name: 'StreamTooLarge',
-      kind: 'too-large',
-      retriable: false,
-      message: 'the function streamed more than 1024 bytes, the limit of one response',
-    })
-  })
-
-  it('QueueNameError: a configuration mistake, never retried', () => {
-    const error = thrownBy(() => parseQueueName('joke'))
-    expect(error).toBeInstanceOf(QueueNameError)
-    expect(error).toBeInstanceOf(ToolbridgeError)
-    expect(error).toMatchObject({ name: 'QueueNameError', kind: 'config', retriable: false })
+    expect(error).toMatchObject(expected)
     expect(isRetriable(error)).toBe(false)
   })
 
@@ -107,18 +119,6 @@ describe('each error is a ToolbridgeError with its kind', () => {
       kind: 'function-error',
     })
     expect(isRetriable(invalid)).toBe(false)
-  })
-
-  it('ToolCallTimeoutError: a timeout, not retried (the tool may still run)', () => {
-    const error = new ToolCallTimeoutError('no answer')
-    expect(error).toBeInstanceOf(ToolbridgeError)
-    expect(error).toMatchObject({
-      name: 'ToolCallTimeoutError',
-      kind: 'timeout',
-      retriable: false,
-      message: 'no answer',
-    })
-    expect(isRetriable(error)).toBe(false)
   })
 
   it('HttpError: a refused request with its status; 413 is too large', () => {
