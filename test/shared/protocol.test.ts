@@ -30,15 +30,6 @@ function failure<T>(result: Decoded<T>): string {
 }
 
 describe('decodeRequest', () => {
-  it('decodes the exact request bytes of the example in docs/wire-contract.md', () => {
-    const wire = String.raw`{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"cats\"}"}`
-    expect(decoded(decodeRequest(bytes(wire)))).toStrictEqual({
-      user: 'alice',
-      config: { style: 'pun' },
-      arguments: { topic: 'cats' },
-    })
-  })
-
   it('treats an absent user as the empty string', () => {
     const wire = String.raw`{"config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"cats\"}"}`
     expect(decoded(decodeRequest(bytes(wire))).user).toBe('')
@@ -48,52 +39,40 @@ describe('decodeRequest', () => {
     expect(decoded(decodeRequest(bytes('{"user":null}'))).user).toBe('')
   })
 
-  it('treats empty-string config and arguments as {}', () => {
-    expect(decoded(decodeRequest(bytes('{"user":"bob","config":"","arguments":""}')))).toStrictEqual({
-      user: 'bob',
-      config: {},
-      arguments: {},
-    })
-  })
-
-  it('treats absent config and arguments as {}', () => {
-    expect(decoded(decodeRequest(bytes('{}')))).toStrictEqual({ user: '', config: {}, arguments: {} })
-  })
-
-  it('treats null config and arguments as {}', () => {
-    expect(decoded(decodeRequest(bytes('{"config":null,"arguments":null}')))).toStrictEqual({
-      user: '',
-      config: {},
-      arguments: {},
-    })
-  })
-
-  it('decodes config and arguments given as objects rather than strings', () => {
-    const wire = '{"user":"alice","config":{"style":"dad-joke"},"arguments":{"topic":"music","n":2}}'
-    expect(decoded(decodeRequest(bytes(wire)))).toStrictEqual({
-      user: 'alice',
-      config: { style: 'dad-joke' },
-      arguments: { topic: 'music', n: 2 },
-    })
-  })
-
-  it('ignores unknown fields', () => {
-    const wire =
-      '{"user":"alice","workspace":"default","extra":[1,2],"config":"{}","arguments":"{\\"topic\\":\\"x\\"}"}'
-    expect(decoded(decodeRequest(bytes(wire)))).toStrictEqual({
-      user: 'alice',
-      config: {},
-      arguments: { topic: 'x' },
-    })
-  })
-
-  it('decodes non-ASCII UTF-8 text', () => {
-    const wire = '{"user":"zoë","arguments":"{\\"topic\\":\\"猫 😀\\"}"}'
-    expect(decoded(decodeRequest(bytes(wire)))).toStrictEqual({
-      user: 'zoë',
-      config: {},
-      arguments: { topic: '猫 😀' },
-    })
+  it.each<[string, string, ToolRequest]>([
+    [
+      'decodes the exact request bytes of the example in docs/wire-contract.md',
+      String.raw`{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"cats\"}"}`,
+      { user: 'alice', config: { style: 'pun' }, arguments: { topic: 'cats' } },
+    ],
+    [
+      'treats empty-string config and arguments as {}',
+      '{"user":"bob","config":"","arguments":""}',
+      { user: 'bob', config: {}, arguments: {} },
+    ],
+    ['treats absent config and arguments as {}', '{}', { user: '', config: {}, arguments: {} }],
+    [
+      'treats null config and arguments as {}',
+      '{"config":null,"arguments":null}',
+      { user: '', config: {}, arguments: {} },
+    ],
+    [
+      'decodes config and arguments given as objects rather than strings',
+      '{"user":"alice","config":{"style":"dad-joke"},"arguments":{"topic":"music","n":2}}',
+      { user: 'alice', config: { style: 'dad-joke' }, arguments: { topic: 'music', n: 2 } },
+    ],
+    [
+      'ignores unknown fields',
+      '{"user":"alice","workspace":"default","extra":[1,2],"config":"{}","arguments":"{\\"topic\\":\\"x\\"}"}',
+      { user: 'alice', config: {}, arguments: { topic: 'x' } },
+    ],
+    [
+      'decodes non-ASCII UTF-8 text',
+      '{"user":"zoë","arguments":"{\\"topic\\":\\"猫 😀\\"}"}',
+      { user: 'zoë', config: {}, arguments: { topic: '猫 😀' } },
+    ],
+  ])('%s', (_title, wire, request) => {
+    expect(decoded(decodeRequest(bytes(wire)))).toStrictEqual(request)
   })
 
   it('refuses bytes that are not valid UTF-8', () => {
@@ -114,50 +93,35 @@ describe('decodeRequest', () => {
     expect(failure(decodeRequest(new Uint8Array()))).toMatch(/^body is not valid JSON: /)
   })
 
-  it('refuses a JSON array body', () => {
-    expect(failure(decodeRequest(bytes('[]')))).toBe('request must be a JSON object, got array')
-  })
-
-  it('refuses a JSON string body', () => {
-    expect(failure(decodeRequest(bytes('"x"')))).toBe('request must be a JSON object, got string')
-  })
-
-  it('refuses a JSON null body', () => {
-    expect(failure(decodeRequest(bytes('null')))).toBe('request must be a JSON object, got null')
-  })
-
-  it('refuses config that is a JSON string of an array', () => {
-    expect(failure(decodeRequest(bytes('{"config":"[1,2]"}')))).toBe('"config" must encode a JSON object, got array')
-  })
-
-  it('refuses arguments that are a JSON string of null', () => {
-    expect(failure(decodeRequest(bytes('{"arguments":"null"}')))).toBe(
+  it.each([
+    ['refuses a JSON array body', '[]', 'request must be a JSON object, got array'],
+    ['refuses a JSON string body', '"x"', 'request must be a JSON object, got string'],
+    ['refuses a JSON null body', 'null', 'request must be a JSON object, got null'],
+    [
+      'refuses config that is a JSON string of an array',
+      '{"config":"[1,2]"}',
+      '"config" must encode a JSON object, got array',
+    ],
+    [
+      'refuses arguments that are a JSON string of null',
+      '{"arguments":"null"}',
       '"arguments" must encode a JSON object, got null',
-    )
-  })
-
-  it('refuses config given as a bare array', () => {
-    expect(failure(decodeRequest(bytes('{"config":["a"]}')))).toBe(
+    ],
+    [
+      'refuses config given as a bare array',
+      '{"config":["a"]}',
       '"config" must be a JSON-encoded object string, got array',
-    )
-  })
-
-  it('refuses arguments given as a number', () => {
-    expect(failure(decodeRequest(bytes('{"arguments":5}')))).toBe(
+    ],
+    [
+      'refuses arguments given as a number',
+      '{"arguments":5}',
       '"arguments" must be a JSON-encoded object string, got number',
-    )
-  })
-
-  it('refuses a user that is a number', () => {
-    expect(failure(decodeRequest(bytes('{"user":42}')))).toBe('"user" must be a string, got number')
-  })
-
-  it('refuses arguments that are not valid JSON', () => {
-    expect(failure(decodeRequest(bytes('{"arguments":"{topic: cats}"}')))).toBe('"arguments" is not valid JSON')
-  })
-
-  it('refuses config that is not valid JSON', () => {
-    expect(failure(decodeRequest(bytes('{"config":"{\\"style\\":"}')))).toBe('"config" is not valid JSON')
+    ],
+    ['refuses a user that is a number', '{"user":42}', '"user" must be a string, got number'],
+    ['refuses arguments that are not valid JSON', '{"arguments":"{topic: cats}"}', '"arguments" is not valid JSON'],
+    ['refuses config that is not valid JSON', '{"config":"{\\"style\\":"}', '"config" is not valid JSON'],
+  ])('%s', (_title, wire, message) => {
+    expect(failure(decodeRequest(bytes(wire)))).toBe(message)
   })
 
   it('does not pollute Object.prototype through a __proto__ key in arguments or config', () => {
