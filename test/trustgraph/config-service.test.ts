@@ -81,22 +81,13 @@ describe('ConfigRequest / ConfigResponse / ConfigPush on the wire', () => {
   })
 
   it('names the field at fault in a request it cannot read', () => {
-    expect(decodeConfigRequest(bytes('[]'))).toEqual({
-      ok: false,
-      message: 'ConfigRequest must be a JSON object, got array',
-    })
-    expect(decodeConfigRequest(bytes('{"operation": 1}'))).toEqual({
-      ok: false,
-      message: '"operation" must be a string, got number',
-    })
-    expect(decodeConfigRequest(bytes('{"operation": "get", "keys": [{"type": "tool", "key": 5}]}'))).toEqual({
-      ok: false,
-      message: 'keys[0]."key" must be a string, got number',
-    })
-    expect(decodeConfigRequest(bytes('{"operation": "put", "values": {}}'))).toEqual({
-      ok: false,
-      message: '"values" must be a list, got object',
-    })
+    const refusals: [string, string][] = [
+      ['[]', 'ConfigRequest must be a JSON object, got array'],
+      ['{"operation": 1}', '"operation" must be a string, got number'],
+      ['{"operation": "get", "keys": [{"type": "tool", "key": 5}]}', 'keys[0]."key" must be a string, got number'],
+      ['{"operation": "put", "values": {}}', '"values" must be a list, got object'],
+    ]
+    for (const [wire, message] of refusals) expect(decodeConfigRequest(bytes(wire))).toEqual({ ok: false, message })
     expect(decodeConfigRequest(bytes('{'))).toMatchObject({
       ok: false,
       message: expect.stringContaining('not valid JSON'),
