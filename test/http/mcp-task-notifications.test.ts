@@ -16,7 +16,7 @@ import { MAX_WATCHERS_PER_TASK, TASKS_EXTENSION, type TaskOutcome, TaskStore } f
 import { MODERN, type ModernCaller, modernClient, postModern } from '../support/mcp-modern-post.ts'
 import { mcpServedInProcess } from '../support/in-process-runtime.ts'
 
-const YML = fileURLToPath(new URL('../fixtures/mcp-tasks/serverless.yml', import.meta.url))
+const YML = fileURLToPath(new URL('../fixtures/mcp-long-calls/tasks.yml', import.meta.url))
 const MISSING_CAPABILITY = -32021
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId'
 
@@ -111,7 +111,7 @@ describe('MCP task status notifications (subscriptions/listen)', () => {
     const notified = (await stream.next())!
     expect(notified.method).toBe('notifications/tasks')
     expect(notified.params).toMatchObject({ taskId, status: 'completed', _meta: { [SUBSCRIPTION_ID]: stream.id } })
-    expect(textOf(notified.params!.result)).toBe('done after 0.3 s')
+    expect(textOf(notified.params!.result)).toBe('answered after 0.3 s')
     // The listen request's result ends the stream, and nothing comes after it.
     const last = (await stream.next())!
     expect(last).toMatchObject({ id: stream.id, result: { _meta: { [SUBSCRIPTION_ID]: stream.id } } })

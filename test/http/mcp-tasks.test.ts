@@ -17,7 +17,7 @@ import { TASKS_EXTENSION, type TaskOutcome, TaskStore } from '../../bridge/http/
 import { lastMessage, modernClient, MODERN, modernHeaders, nextRequestId } from '../support/mcp-modern-post.ts'
 import { mcpServedInProcess } from '../support/in-process-runtime.ts'
 
-const YML = fileURLToPath(new URL('../fixtures/mcp-tasks/serverless.yml', import.meta.url))
+const YML = fileURLToPath(new URL('../fixtures/mcp-long-calls/tasks.yml', import.meta.url))
 const INVALID_PARAMS = -32602
 const MISSING_CAPABILITY = -32021
 
@@ -55,24 +55,24 @@ describe('MCP tasks at 2026-07-28 (raw client from the extension text)', () => {
     expect(typeof created.result!.ttlMs).toBe('number')
     const done = await settled(served.url, taskId)
     expect(done.result).toMatchObject({ resultType: 'complete', taskId, status: 'completed' })
-    expect(textOf(done.result!.result as Record<string, unknown>)).toBe('done after 0.2 s')
+    expect(textOf(done.result!.result as Record<string, unknown>)).toBe('answered after 0.2 s')
   })
 
   it('answers a client that does not declare the extension with the ordinary result', async () => {
     const reply = await call(served.url, 'report', { seconds: 0.2 }, { tasks: false })
     expect(reply.result?.resultType).toBe('complete')
-    expect(textOf(reply.result)).toBe('done after 0.2 s')
+    expect(textOf(reply.result)).toBe('answered after 0.2 s')
   })
 
   it('makes a call still running after --mcp-task-after a task, and answers a quicker one at once', async () => {
     const quick = await call(served.url, 'lookup', { seconds: 0 })
     expect(quick.result?.resultType).toBe('complete')
-    expect(textOf(quick.result)).toBe('done after 0 s')
+    expect(textOf(quick.result)).toBe('answered after 0 s')
     const slow = await call(served.url, 'lookup', { seconds: 2 })
     expect(slow.result).toMatchObject({ resultType: 'task', status: 'working' })
     const done = await settled(served.url, slow.result!.taskId as string)
     expect(done.result?.status).toBe('completed')
-    expect(textOf(done.result!.result as Record<string, unknown>)).toBe('done after 2 s')
+    expect(textOf(done.result!.result as Record<string, unknown>)).toBe('answered after 2 s')
   })
 
   it('tasks/cancel aborts the function and the task says cancelled', async () => {
@@ -167,7 +167,7 @@ describe('MCP tasks: expiry and the bound on tasks held', () => {
     for (const reply of held) expect(reply.result?.resultType).toBe('task')
     const third = await call(served.url, 'report', { seconds: 0 })
     expect(third.result?.resultType).toBe('complete')
-    expect(textOf(third.result)).toBe('done after 0 s')
+    expect(textOf(third.result)).toBe('answered after 0 s')
     for (const reply of held) await request(served.url, 'tasks/cancel', { taskId: reply.result!.taskId as string })
     const deadline = Date.now() + 10_000
     let next = await call(served.url, 'report', { seconds: 0 })
@@ -268,7 +268,7 @@ describe('MCP tasks with the extension’s own client (@modelcontextprotocol/ext
       expect(execution.kind).toBe('task')
       const { outcome } = await execution.settle()
       expect(outcome.status === 'failed' ? outcome.error : outcome.status).toBe('completed')
-      expect(textOf(resultFromTaskOutcome(outcome) as Record<string, unknown>)).toBe('done after 0.2 s')
+      expect(textOf(resultFromTaskOutcome(outcome) as Record<string, unknown>)).toBe('answered after 0.2 s')
     } finally {
       await tasks.close()
     }
