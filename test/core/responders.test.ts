@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createResponder, splitForMessages } from '../../bridge/core/responders.ts'
+import type { Outcome } from '../../bridge/invokers/invoker.ts'
 import {
   chunkResponse,
   decodeResponse,
@@ -49,17 +50,26 @@ function recorder(options: { failOn?: number; delayMs?: (call: number) => number
   }
 }
 
+/** What a responder in `mode` publishes, under a message limit of `limit` bytes, for `chunks` streamed, then `outcome`. */
+async function sent(mode: 'single' | 'stream', limit: number, outcome: Outcome, chunks: string[] = []) {
+  const broker = recorder()
+  const responder = createResponder(mode, broker.publish, limit)
+  for (const chunk of chunks) responder.chunk(chunk)
+  await responder.finish(outcome)
+  return broker
+}
+
+/** What a responder in `mode` publishes for a function error of `message`. */
+const errorSent = (mode: 'single' | 'stream', limit: number, message = 'E'.repeat(5000)) =>
+  sent(mode, limit, { ok: false, kind: 'function-error', message })
+
 const BIG = 1_000_000
 /** Encoded size of a chunk with empty text: the smallest message. */
 const ENVELOPE = encodeResponse(chunkResponse('')).byteLength
 
 describe('single mode', () => {
   it('joins streamed chunks and the returned text into one final message', async () => {
-    const broker = recorder()
-    const responder = createResponder('single', broker.publish, BIG)
-    responder.chunk('Hello, ')
-    responder.chunk('wor')
-    await responder.finish({ ok: true, text: 'ld' })
+    const broker = await sent('single', BIG, { ok: true, text: 'ld' }, ['Hello, ', 'wor'])
     expect(broker.bodies.map(text)).toStrictEqual([
       '{"error": null, "response": "Hello, world", "end_of_stream": true}',
     ])
@@ -77,26 +87,21 @@ describe('single mode', () => {
   })
 
   it('sends a returned text as one final message', async () => {
-    const broker = recorder()
-    await createResponder('single', broker.publish, BIG).finish({ ok: true, text: 'Hey alice!' })
+    const broker = await sent('single', BIG, { ok: true, text: 'Hey alice!' })
     expect(broker.bodies.map(text)).toStrictEqual(['{"error": null, "response": "Hey alice!", "end_of_stream": true}'])
   })
 
   it('sends a message exactly at the size limit', async () => {
-    const broker = recorder()
     const limit = encodeResponse(finalResponse('x'.repeat(100))).byteLength
-    await createResponder('single', broker.publish, limit).finish({ ok: true, text: 'x'.repeat(100) })
+    const broker = await sent('single', limit, { ok: true, text: 'x'.repeat(100) })
     expect(broker.messages).toStrictEqual([finalResponse('x'.repeat(100))])
     expect(broker.bodies[0]!.byteLength).toBe(limit)
   })
 
   it('sends one too-large error instead of a message one byte over the limit', async () => {
-    const broker = recorder()
     const body = encodeResponse(finalResponse('x'.repeat(100))).byteLength
     const limit = body - 1
-    const responder = createResponder('single', broker.publish, limit)
-    responder.chunk('x'.repeat(60))
-    await responder.finish({ ok: true, text: 'x'.repeat(40) })
+    const broker = await sent('single', limit, { ok: true, text: 'x'.repeat(40) }, ['x'.repeat(60)])
     expect(broker.messages).toStrictEqual([
       {
         error: {
@@ -113,33 +118,24 @@ describe('single mode', () => {
 
   it('measures the limit on the escaped bytes, not the characters', async () => {
     // 20 emoji: 20 characters, but 240 bytes once written as \\uXXXX\\uXXXX pairs.
-    const broker = recorder()
     const emoji = '😀'.repeat(20)
     const body = encodeResponse(finalResponse(emoji)).byteLength
     expect(body).toBe(encodeResponse(finalResponse('')).byteLength + 240)
-    await createResponder('single', broker.publish, body - 1).finish({ ok: true, text: emoji })
+    const broker = await sent('single', body - 1, { ok: true, text: emoji })
     expect(broker.messages).toHaveLength(1)
     expect(broker.messages[0]!.error?.type).toBe('too-large')
   })
 
   it('sends only the error when the outcome is an error, dropping chunks', async () => {
-    const broker = recorder()
-    const responder = createResponder('single', broker.publish, BIG)
-    responder.chunk('partial')
-    await responder.finish({ ok: false, kind: 'function-error', message: 'boom' })
+    const broker = await sent('single', BIG, { ok: false, kind: 'function-error', message: 'boom' }, ['partial'])
     expect(broker.bodies.map(text)).toStrictEqual([
       '{"error": {"type": "tool-service-error", "message": "boom"}, "response": "", "end_of_stream": true}',
     ])
   })
 
   it('keeps an error message within the size limit', async () => {
-    const broker = recorder()
     const limit = 1000
-    await createResponder('single', broker.publish, limit).finish({
-      ok: false,
-      kind: 'function-error',
-      message: 'E'.repeat(5000),
-    })
+    const broker = await errorSent('single', limit)
     expect(broker.messages).toHaveLength(1)
     expect(broker.messages[0]!.error?.type).toBe('tool-service-error')
     expect(broker.messages[0]!.error?.message.startsWith('EEEE')).toBe(true)
@@ -149,12 +145,7 @@ describe('single mode', () => {
 
 describe('stream mode', () => {
   it('publishes one message per chunk in order, then an empty final message', async () => {
-    const broker = recorder()
-    const responder = createResponder('stream', broker.publish, BIG)
-    responder.chunk('Once ')
-    responder.chunk('upon ')
-    responder.chunk('a time.')
-    await responder.finish({ ok: true, text: '' })
+    const broker = await sent('stream', BIG, { ok: true, text: '' }, ['Once ', 'upon ', 'a time.'])
     expect(broker.bodies.map(text)).toStrictEqual([
       '{"error": null, "response": "Once ", "end_of_stream": false}',
       '{"error": null, "response": "upon ", "end_of_stream": false}',
@@ -189,16 +180,14 @@ describe('stream mode', () => {
   })
 
   it('sends a short returned text that was not streamed as one final message', async () => {
-    const broker = recorder()
-    await createResponder('stream', broker.publish, BIG).finish({ ok: true, text: 'all at once' })
+    const broker = await sent('stream', BIG, { ok: true, text: 'all at once' })
     expect(broker.bodies.map(text)).toStrictEqual(['{"error": null, "response": "all at once", "end_of_stream": true}'])
   })
 
   it('splits a long returned text into chunks that fit, then an empty final message', async () => {
-    const broker = recorder()
     const limit = ENVELOPE + 30
     const long = 'abcdefghij'.repeat(10)
-    await createResponder('stream', broker.publish, limit).finish({ ok: true, text: long })
+    const broker = await sent('stream', limit, { ok: true, text: long })
     expect(broker.messages.at(-1)).toStrictEqual(finalResponse(''))
     expect(broker.messages.slice(0, -1).every((m) => !m.end_of_stream && m.error === null)).toBe(true)
     expect(broker.messages.map((m) => m.response).join('')).toBe(long)
@@ -219,11 +208,12 @@ describe('stream mode', () => {
   })
 
   it('publishes the error last, after the chunks already streamed', async () => {
-    const broker = recorder()
-    const responder = createResponder('stream', broker.publish, BIG)
-    responder.chunk('one ')
-    responder.chunk('two ')
-    await responder.finish({ ok: false, kind: 'timeout', message: 'function "story" timed out after 10 ms' })
+    const broker = await sent(
+      'stream',
+      BIG,
+      { ok: false, kind: 'timeout', message: 'function "story" timed out after 10 ms' },
+      ['one ', 'two '],
+    )
     expect(broker.bodies.map(text)).toStrictEqual([
       '{"error": null, "response": "one ", "end_of_stream": false}',
       '{"error": null, "response": "two ", "end_of_stream": false}',
@@ -232,13 +222,8 @@ describe('stream mode', () => {
   })
 
   it('keeps an error message within the size limit', async () => {
-    const broker = recorder()
     const limit = 1000
-    await createResponder('stream', broker.publish, limit).finish({
-      ok: false,
-      kind: 'function-error',
-      message: 'E'.repeat(5000),
-    })
+    const broker = await errorSent('stream', limit)
     expect(broker.messages.at(-1)!.error?.type).toBe('tool-service-error')
     for (const body of broker.bodies) expect(body.byteLength).toBeLessThanOrEqual(limit)
   })
@@ -249,13 +234,8 @@ describe('a long error message', () => {
 
   for (const mode of ['single', 'stream'] as const) {
     it(`is cut to fill the message exactly and ends with "…" (${mode} mode)`, async () => {
-      const broker = recorder()
       const limit = 1000
-      await createResponder(mode, broker.publish, limit).finish({
-        ok: false,
-        kind: 'function-error',
-        message: 'E'.repeat(5000),
-      })
+      const broker = await errorSent(mode, limit)
       const message = broker.messages.at(-1)!.error!.message
       // ASCII: every byte of the limit is used, the escaped "…" (\u2026) taking the last six.
       expect(message).toBe('E'.repeat(limit - ERROR_ENVELOPE - 6) + '…')
@@ -264,14 +244,9 @@ describe('a long error message', () => {
   }
 
   it('is cut between whole characters, as long as the limit allows, when they are not ASCII', async () => {
-    const broker = recorder()
     const limit = 1000
     const original = 'é😀'.repeat(500)
-    await createResponder('single', broker.publish, limit).finish({
-      ok: false,
-      kind: 'function-error',
-      message: original,
-    })
+    const broker = await errorSent('single', limit, original)
     const message = broker.messages[0]!.error!.message
     expect(message.endsWith('…')).toBe(true)
     const kept = message.slice(0, -1)
@@ -284,13 +259,11 @@ describe('a long error message', () => {
   })
 
   it('is sent whole, without "…", when it fits exactly', async () => {
-    const broker = recorder()
     const message = 'x'.repeat(200)
     const limit = encodeResponse(errorResponse('function-error', message)).byteLength
-    await createResponder('single', broker.publish, limit).finish({ ok: false, kind: 'function-error', message })
+    const broker = await errorSent('single', limit, message)
     expect(broker.messages[0]!.error!.message).toBe(message)
-    const shorter = recorder()
-    await createResponder('single', shorter.publish, limit - 1).finish({ ok: false, kind: 'function-error', message })
+    const shorter = await errorSent('single', limit - 1, message)
     expect(shorter.messages[0]!.error!.message).toBe('x'.repeat(200 - 7) + '…')
   })
 })
