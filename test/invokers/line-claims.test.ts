@@ -8,20 +8,16 @@ import { describe, expect, it } from 'vitest'
 import { CLAIM_CELLS, LineClaims } from '../../bridge/invokers/worker-threads/line-claims.ts'
 
 describe('line claims', () => {
-  it('start an invocation sent, once; it cannot be taken back after', () => {
+  // The worker starts an invocation; the main thread takes it back. Whichever claims it first has it, once.
+  it.each([
+    ['start an invocation sent, once; it cannot be taken back after', 7, 'start', 'takeBack'],
+    ['take back an invocation sent and not started, once; the worker then skips it', 8, 'takeBack', 'start'],
+  ] as const)('%s', (_title, id, first, then) => {
     const claims = new LineClaims()
-    claims.sent(7)
-    expect(claims.start(7)).toBe(true)
-    expect(claims.start(7)).toBe(false)
-    expect(claims.takeBack(7)).toBe(false)
-  })
-
-  it('take back an invocation sent and not started, once; the worker then skips it', () => {
-    const claims = new LineClaims()
-    claims.sent(8)
-    expect(claims.takeBack(8)).toBe(true)
-    expect(claims.takeBack(8)).toBe(false)
-    expect(claims.start(8)).toBe(false)
+    claims.sent(id)
+    expect(claims[first](id)).toBe(true)
+    expect(claims[first](id)).toBe(false)
+    expect(claims[then](id)).toBe(false)
   })
 
   it('neither start nor take back an invocation never sent, the first included', () => {
