@@ -14,7 +14,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio'
 import { execFile } from 'node:child_process'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { loadProject } from '../../bridge/project/project.ts'
 import { resolveSettings } from '../../bridge/project/settings.ts'
 import { type Runtime, startRuntime } from '../../bridge/runtime.ts'
@@ -62,6 +62,30 @@ async function cancelOne(call: (signal: AbortSignal) => Promise<unknown>): Promi
   return performance.now() - started
 }
 
+/** Cancels one call as `cancelOne` does, and sees the function count exactly that one; says how long the client waited. */
+async function cancelledOnce(client: Caller, call: (signal: AbortSignal) => Promise<unknown>): Promise<number> {
+  const before = await cancellationsSeen(client, 0)
+  const waited = await cancelOne(call)
+  expect(await cancellationsSeen(client, before + 1)).toBe(before + 1)
+  return waited
+}
+
+/** Clients connected by a test, closed after it. */
+function closedAfterEach() {
+  const open: { close(): Promise<void> }[] = []
+  afterEach(async () => {
+    for (const client of open.splice(0)) await client.close()
+  })
+  return async <T, C extends { connect(transport: T): Promise<void>; close(): Promise<void> }>(
+    client: C,
+    transport: T,
+  ): Promise<C> => {
+    await client.connect(transport)
+    open.push(client)
+    return client
+  }
+}
+
 for (const invoker of ['in-process', 'worker-threads'] as const) {
   describe(`cancelling an MCP call aborts the function (${invoker})`, () => {
     let runtime: Runtime
@@ -71,47 +95,32 @@ for (const invoker of ['in-process', 'worker-threads'] as const) {
       url = new URL(`${runtime.gateway!.url}/mcp`)
     })
     afterAll(() => runtime?.stop())
+    const connected = closedAfterEach()
 
     it('from the v2 client at 2026-07-28 (the request stream closed)', async () => {
-      const client = new Client(
-        { name: 'cancel-v2', version: '1' },
-        { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+      const client = await connected(
+        new Client({ name: 'cancel-v2', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } }),
+        new StreamableHTTPClientTransport(url),
       )
-      await client.connect(new StreamableHTTPClientTransport(url))
-      try {
-        const before = await cancellationsSeen(client, 0)
-        const waited = await cancelOne((signal) => client.callTool({ name: 'wait', arguments: {} }, { signal }))
-        expect(waited).toBeLessThan(5_000) // the function would have answered after 10 s
-        expect(await cancellationsSeen(client, before + 1)).toBe(before + 1)
-        // The gateway holds nothing for it any more.
-        expect(runtime.gateway!.inFlight).toBe(0)
-      } finally {
-        await client.close()
-      }
+      const waited = await cancelledOnce(client, (signal) =>
+        client.callTool({ name: 'wait', arguments: {} }, { signal }),
+      )
+      expect(waited).toBeLessThan(5_000) // the function would have answered after 10 s
+      // The gateway holds nothing for it any more.
+      expect(runtime.gateway!.inFlight).toBe(0)
     })
 
     it('from the v1 client as it comes (notifications/cancelled in its 2025-era session)', async () => {
-      const client = new ClientV1({ name: 'cancel-v1', version: '1' })
-      await client.connect(new HttpV1(url))
-      try {
-        const before = await cancellationsSeen(client, 0)
-        await cancelOne((signal) => client.callTool({ name: 'wait', arguments: {} }, undefined, { signal }))
-        expect(await cancellationsSeen(client, before + 1)).toBe(before + 1)
-      } finally {
-        await client.close()
-      }
+      const client = await connected(new ClientV1({ name: 'cancel-v1', version: '1' }), new HttpV1(url))
+      await cancelledOnce(client, (signal) => client.callTool({ name: 'wait', arguments: {} }, undefined, { signal }))
     })
 
     it('from the v2 client as it comes (its default negotiation)', async () => {
-      const client = new Client({ name: 'cancel-v2-default', version: '1' })
-      await client.connect(new StreamableHTTPClientTransport(url))
-      try {
-        const before = await cancellationsSeen(client, 0)
-        await cancelOne((signal) => client.callTool({ name: 'wait', arguments: {} }, { signal }))
-        expect(await cancellationsSeen(client, before + 1)).toBe(before + 1)
-      } finally {
-        await client.close()
-      }
+      const client = await connected(
+        new Client({ name: 'cancel-v2-default', version: '1' }),
+        new StreamableHTTPClientTransport(url),
+      )
+      await cancelledOnce(client, (signal) => client.callTool({ name: 'wait', arguments: {} }, { signal }))
     })
 
     for (const mode of ['legacy', '2026-07-28'])
@@ -130,31 +139,24 @@ for (const invoker of ['in-process', 'worker-threads'] as const) {
       )
 
     it('from a 2025-era request whose stream the client closes', async () => {
-      const client = new ClientV1({ name: 'cancel-v1', version: '1' })
-      await client.connect(new HttpV1(url))
-      try {
-        const before = await cancellationsSeen(client, 0)
-        await cancelOne((signal) =>
-          fetch(url, {
-            method: 'POST',
-            signal,
-            headers: {
-              'content-type': 'application/json',
-              accept: 'application/json, text/event-stream',
-              'mcp-protocol-version': '2025-11-25',
-            },
-            body: JSON.stringify({
-              jsonrpc: '2.0',
-              id: 1,
-              method: 'tools/call',
-              params: { name: 'wait', arguments: {} },
-            }),
-          }).then((res) => res.text()),
-        )
-        expect(await cancellationsSeen(client, before + 1)).toBe(before + 1)
-      } finally {
-        await client.close()
-      }
+      const client = await connected(new ClientV1({ name: 'cancel-v1', version: '1' }), new HttpV1(url))
+      await cancelledOnce(client, (signal) =>
+        fetch(url, {
+          method: 'POST',
+          signal,
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-protocol-version': '2025-11-25',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'tools/call',
+            params: { name: 'wait', arguments: {} },
+          }),
+        }).then((res) => res.text()),
+      )
     })
   })
 }
