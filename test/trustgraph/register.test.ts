@@ -18,6 +18,13 @@ import { runToolbridge } from '../support/toolbridge-cli.ts'
 
 const toolbridge = (...args: string[]) => runToolbridge(args, 30_000)
 
+/** What `toolbridge <command> --dry-run --workspace team-a` prints, once it has exited 0 with nothing on stderr. */
+async function dryRun<T>(command: 'register' | 'unregister'): Promise<{ operation: string; workspace: string } & T> {
+  const run = await toolbridge(command, '--dry-run', '--workspace', 'team-a')
+  expect(run).toMatchObject({ code: 0, stderr: '' })
+  return JSON.parse(run.stdout)
+}
+
 const project = loadProject('serverless.yml')
 const EXPECTED_KEYS = [
   'tool-service/joke-service',
@@ -162,13 +169,7 @@ describe('registering with the configuration service of `toolbridge start` on th
 
 describe('toolbridge register / start --register', () => {
   it('prints with --dry-run the put request it would send, with valid config items', async () => {
-    const run = await toolbridge('register', '--dry-run', '--workspace', 'team-a')
-    expect(run).toMatchObject({ code: 0, stderr: '' })
-    const printed = JSON.parse(run.stdout) as {
-      operation: string
-      workspace: string
-      values: { type: string; key: string; value: string }[]
-    }
+    const printed = await dryRun<{ values: { type: string; key: string; value: string }[] }>('register')
     expect(printed.operation).toBe('put')
     expect(printed.workspace).toBe('team-a')
     expect(printed.values.map((v) => `${v.type}/${v.key}`)).toEqual(EXPECTED_KEYS)
@@ -192,13 +193,7 @@ describe('toolbridge register / start --register', () => {
   })
 
   it('prints with unregister --dry-run every key it would delete, MCP entries included', async () => {
-    const run = await toolbridge('unregister', '--dry-run', '--workspace', 'team-a')
-    expect(run).toMatchObject({ code: 0, stderr: '' })
-    const printed = JSON.parse(run.stdout) as {
-      operation: string
-      workspace: string
-      keys: { type: string; key: string }[]
-    }
+    const printed = await dryRun<{ keys: { type: string; key: string }[] }>('unregister')
     expect(printed).toMatchObject({ operation: 'delete', workspace: 'team-a' })
     expect(printed.keys.map((k) => `${k.type}/${k.key}`)).toEqual([
       ...EXPECTED_KEYS,
