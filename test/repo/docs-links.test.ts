@@ -5,19 +5,12 @@
  * as GitHub names heading anchors). And every page of docs/ can be reached
  * from the README by following links, so none is written and then lost.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { DOC_PAGES } from '../support/doc-pages.ts'
 
 const ROOT = resolve(import.meta.dirname, '..', '..')
-
-const pages = [
-  'README.md',
-  ...readdirSync(join(ROOT, 'docs'), { recursive: true, encoding: 'utf8' })
-    .filter((f) => f.endsWith('.md'))
-    .map((f) => `docs/${f.split('\\').join('/')}`)
-    .sort(),
-]
 
 /** The pages a page links to, as paths from the repository's root. */
 function linkedPages(page: string): string[] {
@@ -82,7 +75,7 @@ describe('links in the documentation', () => {
         toVisit.push(linked)
       }
     }
-    expect(pages.filter((page) => !reached.has(page))).toStrictEqual([])
+    expect(DOC_PAGES.filter((page) => !reached.has(page))).toStrictEqual([])
     expect(linkedPages('README.md')).toContain('docs/README.md')
   })
 
@@ -98,7 +91,7 @@ describe('links in the documentation', () => {
     ])
   })
 
-  for (const page of pages) {
+  for (const page of DOC_PAGES) {
     it(`${page}: every relative link points at something that exists`, () => {
       const source = join(ROOT, page)
       const broken: string[] = []

@@ -40,21 +40,13 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import {
-  chmodSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { connect, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { DOC_PAGES } from '../support/doc-pages.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 /** Fail-safes against a hung child, not limits on how fast anything must be. */
@@ -152,13 +144,7 @@ async function rabbitmqAnswers(): Promise<boolean> {
 }
 
 /** README.md, then every Markdown page under docs/ (subfolders too), each with its marked blocks. */
-const pages = [
-  'README.md',
-  ...readdirSync(join(ROOT, 'docs'), { recursive: true, encoding: 'utf8' })
-    .filter((file) => file.endsWith('.md'))
-    .map((file) => `docs/${file.split('\\').join('/')}`)
-    .sort(),
-].map((page) => ({ page, blocks: runnableBlocks(readFileSync(join(ROOT, page), 'utf8'), page) }))
+const pages = DOC_PAGES.map((page) => ({ page, blocks: runnableBlocks(readFileSync(join(ROOT, page), 'utf8'), page) }))
 
 describe('runnable blocks', () => {
   it('the README has some, and the pages together keep every one they had', () => {
