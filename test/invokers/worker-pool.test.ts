@@ -7,23 +7,14 @@
  */
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { FunctionTarget, Outcome } from '../../bridge/invokers/invoker.ts'
+import type { Outcome } from '../../bridge/invokers/invoker.ts'
 import { WorkerThreadInvoker } from '../../bridge/invokers/worker-threads/worker-thread-invoker.ts'
 import { resolveSettings, type WorkerPoolSettings } from '../../bridge/project/settings.ts'
-import type { HandlerLocation } from '../../bridge/project/tool-services.ts'
+import { type FixtureFunction, fixtureFunction } from '../support/fixture-functions.ts'
 import { threadGate } from '../support/thread-gate.ts'
 
 const FAULTS_DIR = fileURLToPath(new URL('../fixtures/faults', import.meta.url))
-/** Far above how long any of these calls runs: a fail-safe, not a measure. */
-const TIMEOUT_MS = 30_000
-
-const target = (concurrency: number): FunctionTarget<HandlerLocation> => ({
-  functionName: 'thread',
-  location: { kind: 'handler', handler: 'functions/thread.handler', lambdaName: 'thread' },
-  response: 'single',
-  timeoutMs: TIMEOUT_MS,
-  concurrency,
-})
+const target = (concurrency: number): FixtureFunction => fixtureFunction('thread', concurrency)
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -46,9 +37,7 @@ async function threadOf(outcome: Promise<Outcome>): Promise<string> {
   return result.text
 }
 
-type Fn = FunctionTarget<HandlerLocation>
-
-const call = (on: WorkerThreadInvoker, fn: Fn, event: { ms?: number; gate?: string } = {}) =>
+const call = (on: WorkerThreadInvoker, fn: FixtureFunction, event: { ms?: number; gate?: string } = {}) =>
   threadOf(on.invoke({ target: fn, event, onChunk: () => {} }))
 
 /**
@@ -56,7 +45,7 @@ const call = (on: WorkerThreadInvoker, fn: Fn, event: { ms?: number; gate?: stri
  * `running` of them are inside the function (so each is in a worker then),
  * with how to open the gate and the thread ids they answer with.
  */
-async function heldAtOnce(on: WorkerThreadInvoker, fn: Fn, count: number, running = count) {
+async function heldAtOnce(on: WorkerThreadInvoker, fn: FixtureFunction, count: number, running = count) {
   const gate = threadGate()
   const answers = Promise.all(Array.from({ length: count }, () => call(on, fn, { gate: gate.name })))
   await until(() => gate.inside() === running)

@@ -9,30 +9,19 @@
  */
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { FunctionTarget, Outcome } from '../../bridge/invokers/invoker.ts'
+import type { Outcome } from '../../bridge/invokers/invoker.ts'
 import { maxWorkers, WorkerThreadInvoker } from '../../bridge/invokers/worker-threads/worker-thread-invoker.ts'
-import type { HandlerLocation } from '../../bridge/project/tool-services.ts'
+import { type FixtureFunction, fixtureFunction } from '../support/fixture-functions.ts'
 import { threadGate } from '../support/thread-gate.ts'
 
 const FAULTS_DIR = fileURLToPath(new URL('../fixtures/faults', import.meta.url))
-/** Far above how long any call that should be answered runs: a fail-safe, not a measure. */
-const LONG_MS = 30_000
 /** For the calls that must time out: short, so that the tests do not wait long for them. */
 const SHORT_MS = 300
 
-type Fn = FunctionTarget<HandlerLocation>
+type Fn = FixtureFunction
 
-function target(name: string, perWorker: number, overrides: Partial<Fn> = {}): Fn {
-  return {
-    functionName: name,
-    location: { kind: 'handler', handler: `functions/${name}.handler`, lambdaName: name },
-    response: 'single',
-    timeoutMs: LONG_MS,
-    concurrency: 8,
-    invocationsPerWorker: perWorker,
-    ...overrides,
-  }
-}
+const target = (name: string, perWorker: number, overrides: Partial<Fn> = {}): Fn =>
+  fixtureFunction(name, 8, { invocationsPerWorker: perWorker, ...overrides })
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
