@@ -10,30 +10,18 @@
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { FunctionTarget, Outcome } from '../../bridge/invokers/invoker.ts'
+import type { Outcome } from '../../bridge/invokers/invoker.ts'
 import { MAX_IN_LINE } from '../../bridge/invokers/worker-threads/call-pace.ts'
 import { WorkerThreadInvoker } from '../../bridge/invokers/worker-threads/worker-thread-invoker.ts'
 import { CORES } from '../../bridge/invokers/worker-threads/worker-pool.ts'
-import type { HandlerLocation } from '../../bridge/project/tool-services.ts'
+import { FAIL_SAFE_MS, type FixtureFunction, fixtureFunction } from '../support/fixture-functions.ts'
 import { threadGate } from '../support/thread-gate.ts'
 
 const FAULTS_DIR = fileURLToPath(new URL('../fixtures/faults', import.meta.url))
 const HARDENING_DIR = fileURLToPath(new URL('../fixtures/hardening', import.meta.url))
-/** Far above how long any call here runs, where the test is not about timeouts: a fail-safe. */
-const FAIL_SAFE_MS = 30_000
+type Fn = FixtureFunction
 
-type Fn = FunctionTarget<HandlerLocation>
-
-function target(name: string, overrides: Partial<Fn> = {}): Fn {
-  return {
-    functionName: name,
-    location: { kind: 'handler', handler: `functions/${name}.handler`, lambdaName: name },
-    response: 'single',
-    timeoutMs: FAIL_SAFE_MS,
-    concurrency: 4,
-    ...overrides,
-  }
-}
+const target = (name: string, overrides: Partial<Fn> = {}): Fn => fixtureFunction(name, 4, overrides)
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -202,81 +190,64 @@ describe.each([
   // Never taken back: they are in the line when the worker exits, and it is the settling at exit that sends them on.
   ['still in line when the worker exits', FAIL_SAFE_MS],
 ])('a fault with calls in line behind it, %s', (_, giveBackMs) => {
-  it('process.exit: that call gets a crash answer; those behind it, never started, are answered by a new worker', async () => {
-    const pool = start(FAULTS_DIR, giveBackMs)
-    const fn = target('crashes', { concurrency: 1 })
-    const alive = { arguments: { exit: false } }
-    const warm = await quickAndWarm(pool, fn, alive)
-    const [exits, ...behind] = await Promise.all([
-      invoke(pool, fn, { arguments: { exit: true } }),
-      invoke(pool, fn, alive),
-      invoke(pool, fn, alive),
-      invoke(pool, fn, alive),
+  /**
+   * Warms `fn` with quick calls (`quickArguments`) in a pool on `dir`, then sends one call with `faultArguments`
+   * and `inLine` quick calls behind it: the fault's outcome, the answers of the calls behind it, and the warm
+   * worker's own answer.
+   */
+  async function faultWithLine(dir: string, fn: Fn, quickArguments: object, faultArguments: object, inLine = 2) {
+    const pool = start(dir, giveBackMs)
+    const quick = { arguments: quickArguments }
+    const fault = { arguments: faultArguments }
+    const warm = await quickAndWarm(pool, fn, quick)
+    const [outcome, ...behind] = await Promise.all([
+      invoke(pool, fn, fault),
+      ...Array.from({ length: inLine }, () => invoke(pool, fn, quick)),
     ])
-    expect(exits).toMatchObject({ ok: false, kind: 'crash' })
-    expect((exits as { message: string }).message).toBe('function "crashes" crashed: its worker exited with code 3')
-    const threads = behind.map(text)
-    expect(new Set(threads).size).toBe(1)
-    expect(threads[0]).not.toBe(warm)
-    expect(threads[0]).toMatch(/^alive in thread \d+$/)
-    expect(batches[0]).toBe(1)
+    return { outcome: outcome!, answers: behind.map(text), warm }
+  }
+
+  /** The calls that waited in line behind the fault were answered by one worker, not the warm one. */
+  function answeredByOneNewWorker(answers: string[], warm: string) {
+    expect(new Set(answers).size).toBe(1)
+    expect(answers[0]).not.toBe(warm)
     expect(lined()).toBe(true)
+  }
+
+  it('process.exit: that call gets a crash answer; those behind it, never started, are answered by a new worker', async () => {
+    const fn = target('crashes', { concurrency: 1 })
+    const { outcome, answers, warm } = await faultWithLine(FAULTS_DIR, fn, { exit: false }, { exit: true }, 3)
+    expect(outcome).toMatchObject({ ok: false, kind: 'crash' })
+    expect((outcome as { message: string }).message).toBe('function "crashes" crashed: its worker exited with code 3')
+    expect(answers[0]).toMatch(/^alive in thread \d+$/)
+    expect(batches[0]).toBe(1)
+    answeredByOneNewWorker(answers, warm)
   })
 
   it('a loop that never yields: a timeout answer; the calls in line behind it are answered by a new worker', async () => {
-    const pool = start(FAULTS_DIR, giveBackMs)
     const fn = target('loops', { concurrency: 1, timeoutMs: 1000 })
-    const alive = { arguments: { loop: false } }
-    const warm = await quickAndWarm(pool, fn, alive)
-    const [loops, ...behind] = await Promise.all([
-      invoke(pool, fn, { arguments: { loop: true } }),
-      invoke(pool, fn, alive),
-      invoke(pool, fn, alive),
-    ])
-    expect(loops).toStrictEqual({ ok: false, kind: 'timeout', message: 'function "loops" timed out after 1000 ms' })
-    const threads = behind.map(text)
-    expect(new Set(threads).size).toBe(1)
-    expect(threads[0]).not.toBe(warm)
-    expect(lined()).toBe(true)
+    const { outcome, answers, warm } = await faultWithLine(FAULTS_DIR, fn, { loop: false }, { loop: true })
+    expect(outcome).toStrictEqual({ ok: false, kind: 'timeout', message: 'function "loops" timed out after 1000 ms' })
+    answeredByOneNewWorker(answers, warm)
   })
 
   it('past memorySize on the heap: a crash answer; the calls in line behind it are answered by a new worker', async () => {
-    const pool = start(FAULTS_DIR, giveBackMs)
     const fn = target('hogs-memory', { concurrency: 1, memoryMb: 64 })
-    const alive = { arguments: { hog: false } }
-    const warm = await quickAndWarm(pool, fn, alive)
-    const [hogs, ...behind] = await Promise.all([
-      invoke(pool, fn, { arguments: { hog: true } }),
-      invoke(pool, fn, alive),
-      invoke(pool, fn, alive),
-    ])
-    expect(hogs).toMatchObject({ ok: false, kind: 'crash' })
-    expect((hogs as { message: string }).message).toMatch(/^function "hogs-memory" crashed: it ran out of memory/)
-    const threads = behind.map(text)
-    expect(new Set(threads).size).toBe(1)
-    expect(threads[0]).not.toBe(warm)
-    expect(lined()).toBe(true)
+    const { outcome, answers, warm } = await faultWithLine(FAULTS_DIR, fn, { hog: false }, { hog: true })
+    expect(outcome).toMatchObject({ ok: false, kind: 'crash' })
+    expect((outcome as { message: string }).message).toMatch(/^function "hogs-memory" crashed: it ran out of memory/)
+    answeredByOneNewWorker(answers, warm)
   })
 
   it('Buffer memory kept past memorySize: that call’s error; the worker starts nothing after it, a new one answers the rest', async () => {
-    const pool = start(HARDENING_DIR, giveBackMs)
     const fn = target('buffers', { concurrency: 1, memoryMb: 128 })
-    const none = { arguments: { mb: 0 } }
-    const warm = await quickAndWarm(pool, fn, none)
-    const [keeps, ...behind] = await Promise.all([
-      invoke(pool, fn, { arguments: { mb: 256 } }),
-      invoke(pool, fn, none),
-      invoke(pool, fn, none),
-    ])
-    expect(keeps).toMatchObject({ ok: false, kind: 'crash' })
-    expect((keeps as { message: string }).message).toMatch(
+    const { outcome, answers, warm } = await faultWithLine(HARDENING_DIR, fn, { mb: 0 }, { mb: 256 })
+    expect(outcome).toMatchObject({ ok: false, kind: 'crash' })
+    expect((outcome as { message: string }).message).toMatch(
       /^function "buffers" crashed: it ran out of memory \(25[6-9] MB of Buffer\/ArrayBuffer memory kept after the invocation; memorySize 128 MB\)$/,
     )
     // Had the old worker run them, they would say 256 MiB.
-    const answers = behind.map(text)
-    expect(new Set(answers).size).toBe(1)
     expect(answers[0]).toMatch(/^holds 0 MiB in thread \d+$/)
-    expect(answers[0]).not.toBe(warm)
-    expect(lined()).toBe(true)
+    answeredByOneNewWorker(answers, warm)
   })
 })
