@@ -17,15 +17,13 @@ import type { Transport } from '../../bridge/transports/transport.ts'
 import { CONFIG_REQUEST_QUEUE, CONFIG_RESPONSE_QUEUE } from '../../shared/config-protocol.ts'
 import { ID_PROPERTY } from '../../shared/protocol.ts'
 import { RABBITMQ_INSTALL, rabbitmqInstalled, startRabbitmq, type RabbitBroker } from '../support/rabbitmq.ts'
-import { TRUSTGRAPH_INSTALL, trustgraphInstalled } from '../support/trustgraph.ts'
+import { interopReady } from '../support/interop-ready.ts'
 import { agentTools, startTrustgraphConfigService, stopChild, trustgraphConfig } from '../support/trustgraph-config.ts'
 
-const ready = rabbitmqInstalled() && trustgraphInstalled()
-if (!ready) {
-  console.log(
-    `skipping configuration service interop tests: needs ${rabbitmqInstalled() ? '' : `rabbitmq-server (${RABBITMQ_INSTALL}) and `}TrustGraph's packages (${TRUSTGRAPH_INSTALL})`,
-  )
-}
+const ready = interopReady('configuration service interop tests', {
+  here: rabbitmqInstalled(),
+  install: `rabbitmq-server (${RABBITMQ_INSTALL})`,
+})
 
 /** Requests as TrustGraph's clients write them (json.dumps of the whole dataclass), covering every operation and error. */
 const SEQUENCE = [

@@ -11,21 +11,11 @@ import type { ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PULSAR_INSTALL, pulsarRunnable, startPulsar } from '../support/pulsar.ts'
-import {
-  invokeJokeOn,
-  startInteropProcess,
-  TRUSTGRAPH_INSTALL,
-  TRUSTGRAPH_VENV,
-  trustgraphInstalled,
-} from '../support/trustgraph.ts'
+import { invokeJokeOn, startInteropProcess, TRUSTGRAPH_VENV } from '../support/trustgraph.ts'
+import { interopReady } from '../support/interop-ready.ts'
 import { brokerSuite, describeTrustgraphClient } from '../support/transport-contract.ts'
 
-const ready = pulsarRunnable() && trustgraphInstalled()
-if (!ready) {
-  console.log(
-    `skipping TrustGraph interop tests on Pulsar: needs ${pulsarRunnable() ? '' : `${PULSAR_INSTALL} and `}TrustGraph's packages (${TRUSTGRAPH_INSTALL})`,
-  )
-}
+const ready = interopReady('TrustGraph interop tests on Pulsar', { here: pulsarRunnable(), install: PULSAR_INSTALL })
 
 describe.skipIf(!ready)('TrustGraph interop on Pulsar', () => {
   const suite = brokerSuite(startPulsar)

@@ -10,20 +10,14 @@ import { connect as amqpConnect } from 'amqplib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { encodeRequest, encodeResponse, decodeResponse } from '../../shared/protocol.ts'
 import { RABBITMQ_INSTALL, rabbitmqInstalled, startRabbitmq } from '../support/rabbitmq.ts'
-import {
-  startTrustgraphJokeService,
-  TRUSTGRAPH_INSTALL,
-  invokeJokeOn,
-  trustgraphInstalled,
-} from '../support/trustgraph.ts'
+import { startTrustgraphJokeService, invokeJokeOn } from '../support/trustgraph.ts'
+import { interopReady } from '../support/interop-ready.ts'
 import { brokerSuite, describeTrustgraphClient } from '../support/transport-contract.ts'
 
-const ready = rabbitmqInstalled() && trustgraphInstalled()
-if (!ready) {
-  console.log(
-    `skipping TrustGraph interop tests: needs ${rabbitmqInstalled() ? '' : `rabbitmq-server (${RABBITMQ_INSTALL}) and `}TrustGraph's packages (${TRUSTGRAPH_INSTALL})`,
-  )
-}
+const ready = interopReady('TrustGraph interop tests', {
+  here: rabbitmqInstalled(),
+  install: `rabbitmq-server (${RABBITMQ_INSTALL})`,
+})
 
 describe.skipIf(!ready)('TrustGraph interop on RabbitMQ', () => {
   const suite = brokerSuite(startRabbitmq)
