@@ -8,25 +8,14 @@ import {
   type Ticket,
 } from '../../bridge/core/delivery-guard.ts'
 import type { DeliveryDefaults } from '../../bridge/project/settings.ts'
-import { readToolServices } from '../../bridge/project/tool-services.ts'
 import type { Delivery, Properties } from '../../bridge/transports/transport.ts'
+import { oneService } from '../support/one-service.ts'
 
 const DEFAULTS: DeliveryDefaults = {
   maxAgeMs: 10_000,
   answeredMemorySize: 10,
   answeredMemoryTtlMs: 60_000,
   deadLetterQueue: undefined,
-}
-
-function spec(extra: Record<string, unknown> = {}) {
-  return readToolServices({
-    functions: {
-      f: {
-        handler: 'f.handler',
-        toolService: { id: 'svc', topic: 'svc', tools: [{ name: 't', description: 'd' }], ...extra },
-      },
-    },
-  })[0]!
 }
 
 function delivery(id: string | undefined, body = 'body', timestamp?: number): Delivery {
@@ -53,7 +42,7 @@ function setup(extra: Record<string, unknown> = {}, defaults: Partial<DeliveryDe
   let now = 1_800_000_000_000
   const published: { queue: string; properties: Properties }[] = []
   const guard = createDeliveryGuard(
-    spec(extra),
+    oneService(extra),
     { ...DEFAULTS, ...defaults },
     async (queue, _body, properties) => void published.push({ queue, properties }),
     undefined,
@@ -187,7 +176,7 @@ describe('the delivery guard', () => {
   })
 
   it('a dead letter that cannot be written rejects (the bridge then hands the request back)', async () => {
-    const guard = createDeliveryGuard(spec(), { ...DEFAULTS, deadLetterQueue: 'flow:tg:d' }, () =>
+    const guard = createDeliveryGuard(oneService(), { ...DEFAULTS, deadLetterQueue: 'flow:tg:d' }, () =>
       Promise.reject(new Error('broker down')),
     )
     await expect(guard.ticket(delivery('a')).deadLetter({ kind: 'crash', message: 'm' })).rejects.toThrow('broker down')

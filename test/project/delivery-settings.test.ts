@@ -1,17 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_MAX_AGE_SECONDS, resolveSettings } from '../../bridge/project/settings.ts'
-import { readToolServices } from '../../bridge/project/tool-services.ts'
-
-function read(extra: Record<string, unknown>) {
-  return readToolServices({
-    functions: {
-      f: {
-        handler: 'f.handler',
-        toolService: { id: 's', topic: 's', tools: [{ name: 't', description: 'd' }], ...extra },
-      },
-    },
-  })[0]!
-}
+import { oneService } from '../support/one-service.ts'
 
 describe('delivery settings: flags and environment', () => {
   it("default to TrustGraph's client timeout for maxAge, a memory of 10000 answers for 600 s, no dead-letter queue", () => {
@@ -72,9 +61,9 @@ describe('delivery settings: flags and environment', () => {
 
 describe('delivery settings in serverless.yml', () => {
   it('are read per service, and absent when the block says nothing of them', () => {
-    expect(read({}).delivery).toBeUndefined()
+    expect(oneService({}).delivery).toBeUndefined()
     expect(
-      read({
+      oneService({
         maxAge: 2.5,
         idempotent: true,
         answeredMemory: { size: 0, ttl: 30 },
@@ -104,6 +93,6 @@ describe('delivery settings in serverless.yml', () => {
       'functions.f.toolService.deadLetters.queue: "response:tg:x" is not persistent',
     ],
   ])('refuse %o, naming the field', (extra, message) => {
-    expect(() => read(extra)).toThrow(message)
+    expect(() => oneService(extra)).toThrow(message)
   })
 })
