@@ -39,6 +39,14 @@ function eventOf(shape: ShapeSpec, req: ToolRequest) {
 }
 const answerOf = (shape: ShapeSpec, text: string) => compileEventShape(shape).answer({ ok: true, text })
 
+/** The test that a function's error passes through `shape`'s answer mapping as it is, in the describe of that shape. */
+function leavesAnErrorOutcomeAlone(shape: ShapeSpec) {
+  it('leaves an error outcome alone', () => {
+    const failed = { ok: false as const, kind: 'timeout' as const, message: 'too slow' }
+    expect(compileEventShape(shape).answer(failed)).toBe(failed)
+  })
+}
+
 describe('trace headers', () => {
   it('go only into API Gateway events: the other shapes hand the function its event as it is', () => {
     for (const event of ['envelope', 'arguments', 'template'])
@@ -58,10 +66,7 @@ describe('envelope (the default)', () => {
     expect(answerOf(shape, '{"a":1}')).toStrictEqual({ ok: true, text: '{"a":1}' })
   })
 
-  it('leaves an error outcome alone', () => {
-    const failed = { ok: false as const, kind: 'timeout' as const, message: 'too slow' }
-    expect(compileEventShape(shape).answer(failed)).toBe(failed)
-  })
+  leavesAnErrorOutcomeAlone(shape)
 })
 
 describe('arguments', () => {
@@ -532,10 +537,7 @@ describe('API Gateway proxy results', () => {
     expect(answerOf(json2, 'plain')).toStrictEqual({ ok: true, text: 'plain' })
   })
 
-  it('leaves an error outcome alone', () => {
-    const failed = { ok: false as const, kind: 'timeout' as const, message: 'too slow' }
-    expect(compileEventShape(v1).answer(failed)).toBe(failed)
-  })
+  leavesAnErrorOutcomeAlone(v1)
 })
 
 describe('serverless.yml checks for shapes', () => {
