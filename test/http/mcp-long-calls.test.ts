@@ -144,6 +144,25 @@ describe('long MCP calls', () => {
   describe('resumption with Last-Event-ID', () => {
     const ACCEPT = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
 
+    /** Posts a JSON-RPC message in `session`, as a 2025-era client does; its response is the caller's to read. */
+    const postIn = (session: string, message: object) =>
+      fetch(`${url}/mcp`, {
+        method: 'POST',
+        headers: { ...ACCEPT, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' },
+        body: JSON.stringify({ jsonrpc: '2.0', ...message }),
+      })
+
+    /** Calls the slow tool in `session` for `seconds`, as request `id`. */
+    const callSlow = (session: string, id: number, seconds: number) =>
+      postIn(session, { id, method: 'tools/call', params: { name: 'slow', arguments: { seconds } } })
+
+    /** Asks for `session`'s stream again from after the event `lastEventId`. */
+    const resumeIn = (session: string, lastEventId: string) =>
+      fetch(`${url}/mcp`, {
+        method: 'GET',
+        headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'last-event-id': lastEventId },
+      })
+
     async function initialize(): Promise<string> {
       const response = await fetch(`${url}/mcp`, {
         method: 'POST',
@@ -157,12 +176,7 @@ describe('long MCP calls', () => {
       })
       await response.text()
       const session = response.headers.get('mcp-session-id')!
-      const headers = { ...ACCEPT, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }
-      await fetch(`${url}/mcp`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
-      }).then((r) => r.text())
+      await postIn(session, { method: 'notifications/initialized' }).then((r) => r.text())
       return session
     }
 
@@ -188,28 +202,14 @@ describe('long MCP calls', () => {
 
     it('sends the answer of a call whose stream dropped on a GET that names the last event seen', async () => {
       const session = await initialize()
-      const headers = { ...ACCEPT, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }
-      const post = await fetch(`${url}/mcp`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 7,
-          method: 'tools/call',
-          params: { name: 'slow', arguments: { seconds: 3 } },
-        }),
-      })
+      const post = await callSlow(session, 7, 3)
       // The priming event: an id and empty data, with the retry a client waits before reconnecting.
       const [priming] = await readEvents(post, () => true)
       expect(priming).toMatchObject({ data: '' })
       expect(priming!.id).toMatch(/^\d+$/)
 
       // As a client does after `retry`: until the server has seen the old connection go, it says 409.
-      const resume = () =>
-        fetch(`${url}/mcp`, {
-          method: 'GET',
-          headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'last-event-id': priming!.id! },
-        })
+      const resume = () => resumeIn(session, priming!.id!)
       let resumed = await resume()
       while (resumed.status === 409) {
         await resumed.text()
@@ -225,22 +225,10 @@ describe('long MCP calls', () => {
     it("refuses an event id of another session's stream, and one it never sent", async () => {
       const mine = await initialize()
       const theirs = await initialize()
-      const post = await fetch(`${url}/mcp`, {
-        method: 'POST',
-        headers: { ...ACCEPT, 'mcp-session-id': theirs, 'mcp-protocol-version': '2025-11-25' },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'tools/call',
-          params: { name: 'slow', arguments: { seconds: 0 } },
-        }),
-      })
+      const post = await callSlow(theirs, 1, 0)
       const [theirPriming] = await readEvents(post, () => true)
       for (const lastEventId of [theirPriming!.id!, '999999999', 'not-an-id']) {
-        const refused = await fetch(`${url}/mcp`, {
-          method: 'GET',
-          headers: { accept: 'text/event-stream', 'mcp-session-id': mine, 'last-event-id': lastEventId },
-        })
+        const refused = await resumeIn(mine, lastEventId)
         expect(refused.status).toBe(400)
         await refused.text()
       }
