@@ -134,6 +134,12 @@ describe.skipIf(!jaeger).each(PLACES)('tracing on $broker', (place) => {
     return (taps.get(serviceId) as ResponseTap).ended(id)
   }
 
+  /** Calls `fn` as a caller whose trace starts there: the trace's id, and the answer. */
+  async function callInNewTrace(fn: string): Promise<{ traceId: string; answer: Seen[] }> {
+    const traceId = newTraceId()
+    return { traceId, answer: await call(fn, { traceparent: `00-${traceId}-${newSpanId()}-01` }) }
+  }
+
   it.skipIf(!place.available)(
     "continues the caller's trace: process, invoke and send spans, linked, attributed, and handed on",
     async () => {
@@ -210,8 +216,7 @@ describe.skipIf(!jaeger).each(PLACES)('tracing on $broker', (place) => {
   it.skipIf(!place.available)(
     'traces a streamed answer: one send span per message, in order, the last one final',
     async () => {
-      const traceId = newTraceId()
-      const answer = await call('chunks', { traceparent: `00-${traceId}-${newSpanId()}-01` })
+      const { traceId, answer } = await callInNewTrace('chunks')
       const texts = answer.map((m) => m.response.response)
       expect(texts.join('')).toBe('one two three')
       // Each chunk a message, then the empty final one.
@@ -235,8 +240,7 @@ describe.skipIf(!jaeger).each(PLACES)('tracing on $broker', (place) => {
   it.skipIf(!place.available)(
     "records a function's error by its kind, with no stack and no host path",
     async () => {
-      const traceId = newTraceId()
-      const answer = await call('failing', { traceparent: `00-${traceId}-${newSpanId()}-01` })
+      const { traceId, answer } = await callInNewTrace('failing')
       expect(answer[0]?.response.error?.type).toBe('tool-service-error')
 
       const spans = await jaegerTrace(traceId, 3)
