@@ -25,7 +25,7 @@ import type { Invoker } from '../../bridge/invokers/invoker.ts'
 import type { DeliveryDefaults } from '../../bridge/project/settings.ts'
 import { readToolServices, type ToolServiceSpec } from '../../bridge/project/tool-services.ts'
 import { createMetrics, type Metrics } from '../../bridge/support/metrics.ts'
-import type { Transport } from '../../bridge/transports/transport.ts'
+import type { Properties, Transport } from '../../bridge/transports/transport.ts'
 import { ToolbridgeError } from '../../shared/errors.ts'
 import { encodeRequest, ID_PROPERTY } from '../../shared/protocol.ts'
 import { ResponseTap, waitFor } from './response-tap.ts'
@@ -245,7 +245,7 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
       await caller.publish(spec.requestQueue, request, { [ID_PROPERTY]: 'lost', extra: 'kept' })
       await waitFor('the refusal', () => transport.refusals > 0, profile.limitMs)
 
-      const listed = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1500 }))
+      const listed = await deadLettersOn(deadLetterQueue)
       const mine = listed.filter((item) => item.ok && item.deadLetter.properties.id === 'lost')
       expect(mine).toHaveLength(1)
       const [item] = mine
@@ -262,18 +262,13 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
       expect(calls).toStrictEqual([7])
 
       refuseAnswers = false
-      const replayed = await withTransport((t) =>
-        replayDeadLetters(t, deadLetterQueue, [item.deadLetter.id, 'no-such-id'], replayTargets([spec]), {
-          limit: 100,
-          idleMs: 1500,
-        }),
-      )
+      const replayed = await replay(deadLetterQueue, [item.deadLetter.id, 'no-such-id'], [spec])
       expect(replayed.replayed.map((d) => d.id)).toStrictEqual([item.deadLetter.id])
       expect(replayed.notFound).toStrictEqual(['no-such-id'])
       await tap.ended('lost')
       expect(texts(tap, 'lost')).toStrictEqual(['a7', 'b7', 'c7.'])
       expect(calls).toStrictEqual([7, 7])
-      const after = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1500 }))
+      const after = await deadLettersOn(deadLetterQueue)
       expect(after.filter((i) => i.ok && i.deadLetter.id === item.deadLetter.id)).toStrictEqual([])
     })
 
@@ -294,7 +289,7 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
       await waitFor(
         'both dead letters',
         async () => {
-          const listed = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1000 }))
+          const listed = await deadLettersOn(deadLetterQueue, 1000)
           const kinds = listed.flatMap((i) =>
             i.ok ? [`${i.deadLetter.properties.id ?? '-'}:${i.deadLetter.kind}`] : [],
           )
@@ -311,22 +306,20 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
       const spec = service(`dlv-bad-${run}`)
       // A bridge makes the subscription that keeps the queue's messages.
       await bridgeOf(await profile.transport(), spec, counted().invoker, { delivery: { deadLetterQueue } })
-      const reason = { kind: 'crash' as const, message: 'x', service: spec.id, queue: spec.requestQueue, attempts: 1 }
       const brokenId = randomUUID()
-      const broken = deadLetterMessage(
-        { body: Buffer.from('{not json'), properties: { id: 'b' } },
-        reason,
+      const request = { body: Buffer.from('{not json'), properties: { id: 'b' } }
+      await publishDeadLetter(
+        caller,
+        deadLetterQueue,
+        request,
+        { service: spec.id, queue: spec.requestQueue },
         brokenId,
-        new Date(),
       )
-      await caller.publish(deadLetterQueue, broken.body, broken.properties)
-      const result = await withTransport((t) =>
-        replayDeadLetters(t, deadLetterQueue, [brokenId], replayTargets([spec]), { limit: 100, idleMs: 1500 }),
-      )
+      const result = await replay(deadLetterQueue, [brokenId], [spec])
       expect(result.replayed).toStrictEqual([])
       expect(result.refused).toHaveLength(1)
       expect(result.refused[0]!.reason).toMatch(/^its body is not a request/)
-      const listed = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1500 }))
+      const listed = await deadLettersOn(deadLetterQueue)
       expect(listed.filter((i) => i.ok && i.deadLetter.id === brokenId)).toHaveLength(1)
     })
 
@@ -355,7 +348,7 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
       await waitFor(
         'the dead letter',
         async () => {
-          const listed = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1000 }))
+          const listed = await deadLettersOn(deadLetterQueue, 1000)
           const found = listed.find((i) => i.ok && i.deadLetter.properties.id === 'fixed')
           deadLetterId = found?.ok ? found.deadLetter.id : ''
           return deadLetterId !== ''
@@ -363,9 +356,7 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
         profile.limitMs,
       )
       state.broken = false // the function is fixed
-      const replayed = await withTransport((t) =>
-        replayDeadLetters(t, deadLetterQueue, [deadLetterId], replayTargets([spec]), { limit: 100, idleMs: 1500 }),
-      )
+      const replayed = await replay(deadLetterQueue, [deadLetterId], [spec])
       expect(replayed.replayed.map((d) => d.id)).toStrictEqual([deadLetterId])
       await waitFor('the fixed answer, twice', () => texts(tap, 'fixed').length >= 8, profile.limitMs)
       expect(texts(tap, 'fixed').slice(2)).toStrictEqual(['a5', 'b5', 'c5.', 'a5', 'b5', 'c5.'])
@@ -395,18 +386,10 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
         { queue: other.requestQueue, service: spec.id, body: JSON.stringify({ arguments: '{"n":1}' }) },
       ].map((f) => ({ ...f, id: randomUUID() }))
       for (const f of forged) {
-        const reason = { kind: 'crash' as const, message: 'x', service: f.service, queue: f.queue, attempts: 1 }
-        const letter = deadLetterMessage(
-          { body: Buffer.from(f.body), properties: { id: 'waiting' } },
-          reason,
-          f.id,
-          new Date(),
-        )
-        await caller.publish(deadLetterQueue, letter.body, letter.properties)
+        const request = { body: Buffer.from(f.body), properties: { id: 'waiting' } }
+        await publishDeadLetter(caller, deadLetterQueue, request, { service: f.service, queue: f.queue }, f.id)
       }
-      const result = await withTransport((t) =>
-        replayDeadLetters(t, deadLetterQueue, undefined, replayTargets([spec, other]), { limit: 100, idleMs: 1500 }),
-      )
+      const result = await replay(deadLetterQueue, undefined, [spec, other])
       expect(result.replayed).toStrictEqual([])
       expect(result.refused).toStrictEqual([
         {
@@ -421,7 +404,7 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
           ),
         },
       ])
-      const listed = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1500 }))
+      const listed = await deadLettersOn(deadLetterQueue)
       expect(listed.flatMap((i) => (i.ok ? [i.deadLetter.id] : []))).toStrictEqual(forged.map((f) => f.id))
       await new Promise((resolve) => setTimeout(resolve, 500))
       expect(configTap.messages('waiting')).toStrictEqual([])
@@ -441,17 +424,9 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
         })
         await keeper.bridge.stop()
         const id = randomUUID()
-        const reason = { kind: 'crash' as const, message: 'x', service: spec.id, queue: spec.requestQueue, attempts: 1 }
-        const letter = deadLetterMessage(
-          { body: encodeRequest({ arguments: { n: 8 } }), properties: { [ID_PROPERTY]: 'first' } },
-          reason,
-          id,
-          new Date(),
-        )
-        await caller.publish(deadLetterQueue, letter.body, letter.properties)
-        const replayed = await withTransport((t) =>
-          replayDeadLetters(t, deadLetterQueue, [id], replayTargets([spec]), { limit: 100, idleMs: 1500 }),
-        )
+        const request = { body: encodeRequest({ arguments: { n: 8 } }), properties: { [ID_PROPERTY]: 'first' } }
+        await publishDeadLetter(caller, deadLetterQueue, request, { service: spec.id, queue: spec.requestQueue }, id)
+        const replayed = await replay(deadLetterQueue, [id], [spec])
         expect(replayed.replayed.map((d) => d.id)).toStrictEqual([id])
         const { invoker, calls } = counted()
         await bridgeOf(await profile.transport(), spec, invoker)
@@ -502,7 +477,7 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
       await waitFor(
         'the dead letter',
         async () => {
-          const listed = await withTransport((t) => listDeadLetters(t, deadLetterQueue, { limit: 100, idleMs: 1000 }))
+          const listed = await deadLettersOn(deadLetterQueue, 1000)
           return listed.some((i) => i.ok && i.deadLetter.properties.id === 'kept' && i.deadLetter.attempts >= 2)
         },
         profile.limitMs * 2,
@@ -518,5 +493,27 @@ export function describeDelivery(name: string, profile: DeliveryProfile): void {
     } finally {
       await transport.close()
     }
+  }
+
+  /** The dead letters on `queue`, read and left there. */
+  function deadLettersOn(queue: string, idleMs = 1500) {
+    return withTransport((t) => listDeadLetters(t, queue, { limit: 100, idleMs }))
+  }
+
+  /** Replays the dead letters `ids` on `queue` (every one, when undefined) to the services of `specs`. */
+  function replay(queue: string, ids: string[] | undefined, specs: ToolServiceSpec[]) {
+    return withTransport((t) => replayDeadLetters(t, queue, ids, replayTargets(specs), { limit: 100, idleMs: 1500 }))
+  }
+
+  /** Publishes on `deadLetterQueue`, as dead letter `id`, `request` as one crash on `from.queue` leaves it. */
+  async function publishDeadLetter(
+    caller: Transport,
+    deadLetterQueue: string,
+    request: { body: Uint8Array; properties: Properties },
+    from: { service: string; queue: string },
+    id: string,
+  ): Promise<void> {
+    const letter = deadLetterMessage(request, { kind: 'crash', message: 'x', ...from, attempts: 1 }, id, new Date())
+    await caller.publish(deadLetterQueue, letter.body, letter.properties)
   }
 }
