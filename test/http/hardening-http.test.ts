@@ -33,6 +33,16 @@ async function start(flags: SettingFlags = {}, logger?: Logger): Promise<Runtime
   return startInProcess(PROJECT, flags, { logger })
 }
 
+/** Runs `use` with the gateway's URL of a runtime started with `flags`, and the runtime; stops it whatever happens. */
+async function withRuntime(flags: SettingFlags, use: (url: string, runtime: Runtime) => Promise<void>): Promise<void> {
+  const runtime = await start(flags)
+  try {
+    await use(runtime.gateway!.url, runtime)
+  } finally {
+    await runtime.stop()
+  }
+}
+
 interface Answer {
   status: number
   headers: IncomingHttpHeaders
@@ -243,15 +253,12 @@ describe('Host, Origin and Content-Type on /tools and /mcp', () => {
 
 describe('one token for every endpoint that runs tools, and no open network address by accident', () => {
   it('guards /mcp with --http-token too (the SDK client needs it)', async () => {
-    const runtime = await start({ httpToken: 'tok' })
-    try {
-      await expect(mcpClient(runtime.gateway!.url)).rejects.toThrow()
-      const client = await mcpClient(runtime.gateway!.url, { authorization: 'Bearer tok' })
+    await withRuntime({ httpToken: 'tok' }, async (url) => {
+      await expect(mcpClient(url)).rejects.toThrow()
+      const client = await mcpClient(url, { authorization: 'Bearer tok' })
       expect(textOf(await client.callTool({ name: 'echo', arguments: {} }))).toBe('{}')
       await client.close()
-    } finally {
-      await runtime.stop()
-    }
+    })
   })
 
   it('refuses to start on 0.0.0.0, ::, or with only --mcp-token, naming the open endpoints', async () => {
@@ -310,9 +317,7 @@ describe('one token for every endpoint that runs tools, and no open network addr
 
 describe('admission: a cap on calls in flight, callers that gave up, batches', () => {
   it('answers 429 with Retry-After past --max-http-in-flight', async () => {
-    const runtime = await start({ maxHttpInFlight: '2' })
-    try {
-      const url = runtime.gateway!.url
+    await withRuntime({ maxHttpInFlight: '2' }, async (url, runtime) => {
       const busy = [1, 2].map(() =>
         fetch(`${url}/tools/slow`, { method: 'POST', headers: JSON_HEADERS, body: callBody({ ms: 300 }) }),
       )
@@ -330,15 +335,11 @@ describe('admission: a cap on calls in flight, callers that gave up, batches', (
       expect(
         (await fetch(`${url}/tools/echo`, { method: 'POST', headers: JSON_HEADERS, body: callBody({}) })).status,
       ).toBe(200)
-    } finally {
-      await runtime.stop()
-    }
+    })
   })
 
   it('never invokes the calls of callers that went away before their turn, and frees their slots at once', async () => {
-    const runtime = await start()
-    try {
-      const url = runtime.gateway!.url
+    await withRuntime({}, async (url, runtime) => {
       const before = await slowCalls(url)
       // slow-service takes 2 at once: 2 start, 30 wait; then every caller gives up.
       const callers = Array.from({ length: 32 }, () => new AbortController())
@@ -356,26 +357,21 @@ describe('admission: a cap on calls in flight, callers that gave up, batches', (
       await until(() => runtime.gateway!.inFlight === 0)
       // The next call is the third the function starts after `before`: none of the 30 abandoned ones ran.
       expect(await slowCalls(url)).toBe(before + 3)
-    } finally {
-      await runtime.stop()
-    }
+    })
   })
 
   it('refuses a JSON-RPC batch on /mcp with -32600, without calling anything', async () => {
-    const runtime = await start()
-    try {
-      const before = await slowCalls(runtime.gateway!.url)
+    await withRuntime({}, async (url) => {
+      const before = await slowCalls(url)
       const batch = `[${Array.from({ length: 100 }, (_, i) => toolsCall('slow', { ms: 1 }, i)).join(',')}]`
-      const answer = await raw(runtime.gateway!.url, '/mcp', { headers: MCP_HEADERS, body: batch })
+      const answer = await raw(url, '/mcp', { headers: MCP_HEADERS, body: batch })
       expect(answer.status).toBe(400)
       expect(rpcMessage(answer.text).error).toEqual({
         code: ErrorCode.InvalidRequest,
         message: expect.stringContaining('batches are not supported'),
       })
-      expect(await slowCalls(runtime.gateway!.url)).toBe(before + 1)
-    } finally {
-      await runtime.stop()
-    }
+      expect(await slowCalls(url)).toBe(before + 1)
+    })
   })
 
   it('bounds the embedded broker: a queue that nobody drains refuses more, as unavailable and retriable', async () => {
