@@ -5,7 +5,7 @@
  * bytes it published. Lower bounds only, each from a wait the test itself
  * makes: never an assertion on how fast anything is.
  */
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createBridge, type AnsweredRequest, type Bridge } from '../../bridge/core/bridge.ts'
 import type { Invocation, Invoker, Outcome } from '../../bridge/invokers/invoker.ts'
 import { readToolServices } from '../../bridge/project/tool-services.ts'
@@ -13,6 +13,7 @@ import type { Logger } from '../../bridge/support/logger.ts'
 import { MemoryTransport } from '../../bridge/transports/memory/memory-transport.ts'
 import { encodeRequest, UNKNOWN_ID } from '../../shared/protocol.ts'
 import { ResponseTap, waitFor } from '../support/response-tap.ts'
+import { stoppedAfterEach } from '../support/stopped-after-each.ts'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -59,16 +60,12 @@ class StoryInvoker implements Invoker {
 }
 
 describe("the bridge's report of each request answered", () => {
-  let bridge: Bridge | undefined
-  afterEach(async () => {
-    await bridge?.stop()
-    bridge = undefined
-  })
+  const stopped = stoppedAfterEach<Bridge>()
 
   async function start(onAnswered: (request: AnsweredRequest) => void, logger?: Logger) {
     const transport = new MemoryTransport()
     const invoker = new StoryInvoker()
-    bridge = createBridge({ transport, invoker, services: [spec], onAnswered, logger })
+    const bridge = stopped(createBridge({ transport, invoker, services: [spec], onAnswered, logger }))
     await bridge.start()
     const tap = await ResponseTap.open(transport, spec.responseQueue)
     const send = (id: string | undefined, args: Record<string, unknown>) =>
@@ -77,7 +74,7 @@ describe("the bridge's report of each request answered", () => {
         encodeRequest({ config: { mode: 'tell' }, arguments: args }),
         id === undefined ? {} : { id },
       )
-    return { transport, invoker, tap, send }
+    return { bridge, transport, invoker, tap, send }
   }
 
   it('gives the id, tool, outcome, the time invoking within the time in the bridge, and the bytes published', async () => {
@@ -139,7 +136,7 @@ describe("the bridge's report of each request answered", () => {
       error: (_fields, message) => void errors.push(message),
     }
     let reports = 0
-    const { tap, send } = await start(() => {
+    const { bridge, tap, send } = await start(() => {
       reports++
       throw new Error('watcher down')
     }, logger)
@@ -148,7 +145,7 @@ describe("the bridge's report of each request answered", () => {
     await send('w2', { words: 1 })
     await tap.ended('w2')
     await waitFor('both reports', () => reports === 2)
-    await waitFor('nothing in flight', () => bridge!.inFlight === 0)
+    await waitFor('nothing in flight', () => bridge.inFlight === 0)
     expect(warnings).toEqual(['the watcher of answered requests failed', 'the watcher of answered requests failed'])
     expect(errors).toEqual([])
     // Not handed back: never answered a second time (from memory).

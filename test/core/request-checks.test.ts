@@ -7,7 +7,7 @@
  * the embedded broker with an invoker that records every call, so a refusal
  * is seen to come before the function is invoked.
  */
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createBridge, type Bridge } from '../../bridge/core/bridge.ts'
 import { compileRequestCheck, compileToolIdentifier } from '../../bridge/core/request-checks.ts'
 import type { Invocation, Invoker, Outcome } from '../../bridge/invokers/invoker.ts'
@@ -17,6 +17,7 @@ import type { BridgeMetrics } from '../../bridge/support/metrics.ts'
 import { MemoryTransport } from '../../bridge/transports/memory/memory-transport.ts'
 import { encodeRequest, type ToolRequest } from '../../shared/protocol.ts'
 import { ResponseTap } from '../support/response-tap.ts'
+import { stoppedAfterEach } from '../support/stopped-after-each.ts'
 
 type ToolBlock = {
   name: string
@@ -367,11 +368,7 @@ describe('the bridge refuses before invoking', () => {
     ],
     [{ name: 'mode', required: true }],
   )
-  let bridge: Bridge | undefined
-  afterEach(async () => {
-    await bridge?.stop()
-    bridge = undefined
-  })
+  const stopped = stoppedAfterEach<Bridge>()
 
   async function start() {
     const transport = new MemoryTransport()
@@ -383,8 +380,7 @@ describe('the bridge refuses before invoking', () => {
         : { ok: true, text: 'sunny' }
     })
     const { metrics, received, answered } = recordingMetrics()
-    bridge = createBridge({ transport, invoker, services: [CONFIGURED], metrics })
-    await bridge.start()
+    await stopped(createBridge({ transport, invoker, services: [CONFIGURED], metrics })).start()
     const tap = await ResponseTap.open(transport, CONFIGURED.responseQueue)
     const ask = async (id: string, body: Uint8Array) => {
       await transport.publish(CONFIGURED.requestQueue, body, { id })

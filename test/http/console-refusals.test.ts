@@ -5,20 +5,16 @@
  * the bridge's own answers do. Real gateway, real sockets.
  */
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ConsoleFeed } from '../../bridge/http/console/console-feed.ts'
 import { loadProject } from '../../bridge/project/project.ts'
 import { resolveSettings } from '../../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
 import { MEMORY_MAX_MESSAGE_BYTES } from '../../bridge/transports/memory/memory-transport.ts'
+import { stoppedAfterEach } from '../support/stopped-after-each.ts'
 
 const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'dev-project', 'serverless.yml')
-let runtime: Runtime | undefined
-
-afterEach(async () => {
-  await runtime?.stop()
-  runtime = undefined
-})
+const stopped = stoppedAfterEach<Runtime>()
 
 const post = (url: string, tool: string, body: string) =>
   fetch(`${url}/tools/${tool}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
@@ -30,7 +26,7 @@ describe('refusals at the gateway', () => {
       ...resolveSettings({ port: '0', invoker: 'in-process', maxHttpInFlight: '1', maxRequestBytes: '4096' }, {}),
       broker: undefined,
     }
-    runtime = await startRuntime(loadProject(FIXTURE), settings, { console: feed })
+    const runtime = stopped(await startRuntime(loadProject(FIXTURE), settings, { console: feed }))
     const url = runtime.gateway!.url
 
     expect((await post(url, 'echo', JSON.stringify({ arguments: {} }))).status).toBe(422)

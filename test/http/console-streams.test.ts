@@ -6,25 +6,21 @@
 import { request, type IncomingMessage } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ConsoleFeed } from '../../bridge/http/console/console-feed.ts'
 import { MAX_EVENT_STREAMS } from '../../bridge/http/console/event-streams.ts'
 import { loadProject } from '../../bridge/project/project.ts'
 import { resolveSettings } from '../../bridge/project/settings.ts'
 import { startRuntime, type Runtime } from '../../bridge/runtime.ts'
+import { stoppedAfterEach } from '../support/stopped-after-each.ts'
 
 const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'dev-project', 'serverless.yml')
-let runtime: Runtime | undefined
-
-afterEach(async () => {
-  await runtime?.stop()
-  runtime = undefined
-})
+const stopped = stoppedAfterEach<Runtime>()
 
 async function start() {
   const feed = new ConsoleFeed()
   const settings = { ...resolveSettings({ port: '0', invoker: 'in-process' }, {}), broker: undefined }
-  runtime = await startRuntime(loadProject(FIXTURE), settings, { console: feed })
+  const runtime = stopped(await startRuntime(loadProject(FIXTURE), settings, { console: feed }))
   return { feed, url: new URL(runtime.gateway!.url) }
 }
 
