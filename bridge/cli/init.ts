@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { basename, dirname, join, relative, resolve } from 'node:path'
 import { isMap, isScalar, parseDocument } from 'yaml'
 import { isRecord, ToolbridgeError } from '../../shared/errors.ts'
-import { PACKAGE_ROOT } from './package-root.ts'
+import { PACKAGE_ROOT } from '../support/package-root.ts'
 import { TEMPLATES, type TemplateName } from './template-names.ts'
 
 export type Language = 'ts' | 'js'

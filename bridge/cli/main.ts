@@ -51,7 +51,7 @@ import { addTrustgraphCommands, registerOn } from './trustgraph-commands.ts'
 import { addScaffoldCommands } from './scaffold-commands.ts'
 import { addDeadLetterCommands } from './dead-letter-commands.ts'
 import { example } from './examples.ts'
-import { PACKAGE_ROOT } from './package-root.ts'
+import { PACKAGE_ROOT } from '../support/package-root.ts'
 
 // What a command needs beyond its options is imported when it runs: `--help`
 // and the commands that only read serverless.yml never load a broker client,

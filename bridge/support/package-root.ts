@@ -1,6 +1,6 @@
 /**
  * Where toolbridge's own files are (package.json, templates/): two folders
- * up from bridge/cli/ in the clone, three from dist/bridge/cli/ in the
+ * up from bridge/support/ in the clone, three from dist/bridge/support/ in the
  * installed package, whose built JavaScript sits one folder deeper.
  */
 import { fileURLToPath } from 'node:url'
