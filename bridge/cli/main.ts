@@ -5,8 +5,6 @@
  * program without running it (scripts/reference.ts reads it); `run()`
  * parses the command line, as the bin does, and so does running this file.
  */
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { Command, CommanderError, Option } from 'commander'
 import { isRecord, messageOf, ToolbridgeError, UsageError } from '../../shared/errors.ts'
 import type { QueueStyle } from '../../shared/queues.ts'
@@ -51,18 +49,16 @@ import { addTrustgraphCommands, registerOn } from './trustgraph-commands.ts'
 import { addScaffoldCommands } from './scaffold-commands.ts'
 import { addDeadLetterCommands } from './dead-letter-commands.ts'
 import { example } from './examples.ts'
-import { PACKAGE_ROOT } from '../support/package-root.ts'
+import { PACKAGE_VERSION } from '../support/package-root.ts'
 
 // What a command needs beyond its options is imported when it runs: `--help`
 // and the commands that only read serverless.yml never load a broker client,
 // the bridge, the HTTP gateway or the AWS SDK.
 const loadProject = async (file: string) => (await import('../project/project.ts')).loadProject(file)
 
-const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }
-
 export const program = new Command('toolbridge')
   .description('Run agent tools as Lambda-style functions behind TrustGraph tool-service queues')
-  .version(version, '-V, --version')
+  .version(PACKAGE_VERSION, '-V, --version')
   .addOption(
     new Option('-c, --config <file>', 'serverless.yml to read').env('TOOLBRIDGE_CONFIG').default('serverless.yml'),
   )

@@ -4,8 +4,9 @@
  * for tool calls (mcp-direct-calls.ts), which answers without them.
  */
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server'
+import { PACKAGE_VERSION } from '../support/package-root.ts'
 
-export const SERVER_INFO = { name: 'toolbridge', version: '0.1.0' }
+export const SERVER_INFO = { name: 'toolbridge', version: PACKAGE_VERSION }
 
 /** The stateless revision, in which every request names its revision. */
 export const MODERN_REVISION = '2026-07-28'
