@@ -14,7 +14,7 @@
  * calls at 1 in flight). Reports the round trip's p50/p90 and the process's
  * CPU (all threads) per hop; rounds rotate the modes, medians.
  *
- *   node bench/thread-hop.bench.ts      BENCH_ROUNDS (3), THREAD_HOP_SPIN_US (50)
+ *   npm run bench:thread-hop      BENCH_ROUNDS (3), THREAD_HOP_SPIN_US (50)
  */
 import { Worker } from 'node:worker_threads'
 import { numberEnv } from './env-settings.ts'
