@@ -34,6 +34,7 @@ import {
 import { isRecord } from '../../shared/errors.ts'
 import type { ToolCaller } from '../trustgraph/tool-caller.ts'
 import { contextToPass } from '../tracing/trace-context.ts'
+import { answerJsonRpcError, type RequestId } from './json-rpc-answers.ts'
 import { MODERN_REVISION, SERVER_INFO } from './mcp-identity.ts'
 import { envelopeDeclaresTasks } from './mcp-task-methods.ts'
 import { failedCall, type McpToolSet } from './mcp-tools.ts'
@@ -48,7 +49,7 @@ const ENVELOPE_KEYS = new Set([PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, 
 
 /** A call the lane answers. */
 export interface DirectCall {
-  id: string | number
+  id: RequestId
   name: string
   arguments: Record<string, unknown>
   meta: Record<string, unknown>
@@ -115,7 +116,7 @@ export class DirectCalls {
     const envelope = envelopeKey(meta)
     if (envelope === undefined) return undefined
     if (!this.#known.has(envelope)) return { envelope }
-    return { call: { id: id as string | number, name, arguments: args, meta } }
+    return { call: { id: id as RequestId, name, arguments: args, meta } }
   }
 
   /** The SDK answered a request with this envelope: with 200, the envelope passed its checks. */
@@ -127,31 +128,30 @@ export class DirectCalls {
 
   /** Runs the call and writes its answer as the SDK would; resolves once it is written. */
   async answer(call: DirectCall, res: ServerResponse, signal: AbortSignal): Promise<void> {
-    let body: string
+    let result: CallToolResult
     try {
       const traceContext = contextToPass(call.meta)
       const text = await this.#caller.call(call.name, { arguments: call.arguments }, { signal, traceContext })
-      body = resultBody(call.id, this.#tools.result(call.name, text))
+      result = this.#tools.result(call.name, text)
     } catch (err) {
       const failed = failedCall(err)
-      body = 'error' in failed ? errorBody(call.id, failed.error) : resultBody(call.id, failed.result)
+      if ('error' in failed) return answerJsonRpcError(res, 200, call.id, failed.error)
+      result = failed.result
     }
-    res.writeHead(200, { 'content-type': 'application/json' }).end(body)
+    res.writeHead(200, { 'content-type': 'application/json' }).end(resultBody(call.id, result))
   }
 }
 
 /*
- * The SDK's 2026-07-28 answers, key for key. A tools/call result is sent as
+ * The SDK's 2026-07-28 result, key for key (its errors have answerJsonRpcError's
+ * keys). A tools/call result is sent as
  * the tool's result is made, which always has a text block, so the SDK's
  * projection for this revision (a text block added where there is none)
  * leaves it as it is.
  */
-const resultBody = (id: string | number, result: CallToolResult) =>
+const resultBody = (id: RequestId, result: CallToolResult) =>
   JSON.stringify({
     result: { ...result, resultType: 'complete', _meta: { [SERVER_INFO_META_KEY]: SERVER_INFO } },
     jsonrpc: '2.0',
     id,
   })
-
-const errorBody = (id: string | number, error: { code: number; message: string }) =>
-  JSON.stringify({ jsonrpc: '2.0', id, error })

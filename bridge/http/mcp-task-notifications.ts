@@ -22,13 +22,12 @@ import type { ServerResponse } from 'node:http'
 import { SERVER_INFO_META_KEY, SUBSCRIPTION_ID_META_KEY } from '@modelcontextprotocol/server'
 import { isRecord } from '../../shared/errors.ts'
 import { callerFrom, envelopeDeclaresTasks, tasksNotDeclared } from './mcp-task-methods.ts'
+import { answerJsonRpcError, type RequestId } from './json-rpc-answers.ts'
 import type { TaskStore, WireTask } from './mcp-tasks.ts'
 
 const LISTEN = 'subscriptions/listen'
 /** JSON-RPC's invalid params. */
 const INVALID_PARAMS = -32602
-
-type RequestId = string | number
 
 /** Whether `message` is a `subscriptions/listen` request that asks for task notifications. */
 export function listensForTasks(message: unknown): message is { id: RequestId; params: Record<string, unknown> } {
@@ -89,12 +88,15 @@ export class TaskListens {
     const envelope = isRecord(message.params._meta) ? message.params._meta : {}
     if (!envelopeDeclaresTasks(envelope)) {
       const refusal = tasksNotDeclared()
-      return answerError(res, 400, id, { code: refusal.code, message: refusal.message, data: refusal.data })
+      return answerJsonRpcError(res, 400, id, { code: refusal.code, message: refusal.message, data: refusal.data })
     }
     const notifications = message.params.notifications as Record<string, unknown>
     const { taskIds } = notifications
     if (!Array.isArray(taskIds) || !taskIds.every((taskId) => typeof taskId === 'string'))
-      return answerError(res, 200, id, { code: INVALID_PARAMS, message: '"notifications.taskIds" must be strings' })
+      return answerJsonRpcError(res, 200, id, {
+        code: INVALID_PARAMS,
+        message: '"notifications.taskIds" must be strings',
+      })
     const owner = callerFrom(authorization, envelope, this.#options.verified)
     const stamp = { [SUBSCRIPTION_ID_META_KEY]: id }
 
@@ -154,14 +156,4 @@ export class TaskListens {
     if (pending === 0) endGracefully()
     return done
   }
-}
-
-function answerError(
-  res: ServerResponse,
-  status: number,
-  id: RequestId,
-  error: { code: number; message: string; data?: unknown },
-): Promise<void> {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id, error }))
-  return Promise.resolve()
 }
