@@ -11,7 +11,8 @@
  *
  * Environment (every broker bench; its header says the defaults):
  * BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_ROUNDS, BENCH_INFLIGHT,
- * BENCH_SETUPS, BENCH_PER_WORKER (bench/env-settings.ts), BENCH_OUT.
+ * BENCH_SETUPS, BENCH_PER_WORKER (bench/env-settings.ts), BENCH_PIPELINE_WORKERS
+ * (bench/pipeline-workers.ts), BENCH_OUT.
  */
 import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
@@ -28,6 +29,7 @@ import {
   type BridgeSetup,
   type RoundsSettings,
   roundsSettings,
+  PIPELINE_SETUP,
   setupInvoker,
   setupsEnv,
   SHARED_SETUP,
@@ -37,6 +39,7 @@ import { type DrivenService, driveService, type LoadClient, type LoadClientSetup
 import { describeMachine, loadAverage, type Machine } from './machine.ts'
 import { writeBenchResults } from './results-file.ts'
 import { runBench } from './run-bench.ts'
+import { startPipelineWorkers } from './pipeline-workers.ts'
 import { median } from './statistics.ts'
 import { type Column, fmt, fmtInt, fmtSigned, printTableByInFlight, throughputColumns } from './tables.ts'
 
@@ -370,12 +373,13 @@ async function startBrokerSetup<S extends string, X extends object>(
       ...queues,
     }
     // HTTP gateway off (port ''), nothing from TOOLBRIDGE_* in the environment; a short drain for stop().
-    const runtime = await startRuntime(
-      { ...context.project, services: [spec] },
-      resolveSettings({ broker: bench.broker, invoker, port: '', drainTimeout: '1' }, {}),
-      { logger: bench.logger },
-    )
-    stopService = () => runtime.stop()
+    const settings = resolveSettings({ broker: bench.broker, invoker, port: '', drainTimeout: '1' }, {})
+    if (bridgeSetup === PIPELINE_SETUP) {
+      stopService = await startPipelineWorkers(context.project, spec, settings, inFlight)
+    } else {
+      const runtime = await startRuntime({ ...context.project, services: [spec] }, settings, { logger: bench.logger })
+      stopService = () => runtime.stop()
+    }
   } else {
     stopService = await bench.startEcho(setup, inFlight, context.responseBody)
   }

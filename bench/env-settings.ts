@@ -72,25 +72,32 @@ export function roundsSettings(
 }
 
 /**
- * What a bench serves the tool with: an invoker, or `worker-threads-shared`, the
- * worker threads with several invocations per worker (`invocationsPerWorker`
- * BENCH_PER_WORKER, default 64).
+ * What a bench serves the tool with: an invoker, or one of two setups of the
+ * bench's own:
+ * - `worker-threads-shared`, the worker threads with several invocations per
+ *   worker (`invocationsPerWorker` BENCH_PER_WORKER, default 64);
+ * - `pipeline-in-workers`, a prototype of another design: the whole bridge
+ *   (consume, check, invoke in process, answer, ack) inside each of a few
+ *   worker threads, one broker connection each, the main thread only
+ *   starting and stopping them (bench/pipeline-workers.ts).
  */
 export const SHARED_SETUP = 'worker-threads-shared'
-export type BridgeSetup = InvokerKind | typeof SHARED_SETUP
+export const PIPELINE_SETUP = 'pipeline-in-workers'
+export const BENCH_SETUPS = [SHARED_SETUP, PIPELINE_SETUP] as const
+export type BridgeSetup = InvokerKind | (typeof BENCH_SETUPS)[number]
 export const PER_WORKER = Math.floor(numberEnv('BENCH_PER_WORKER', 64, 1))
 
 export function setupsEnv(name: string, fallback: string): BridgeSetup[] {
+  const known: readonly string[] = [...INVOKERS, ...BENCH_SETUPS]
   return listEnv(name, fallback).map((s) => {
-    if (s !== SHARED_SETUP && !(INVOKERS as readonly string[]).includes(s))
-      throw new Error(`${name}: "${s}" must be one of ${[...INVOKERS, SHARED_SETUP].join(', ')}`)
+    if (!known.includes(s)) throw new Error(`${name}: "${s}" must be one of ${known.join(', ')}`)
     return s as BridgeSetup
   })
 }
 
 /** The invoker a setup runs on, and its service's `invocationsPerWorker`. */
 export function setupInvoker(setup: BridgeSetup): { invoker: InvokerKind; invocationsPerWorker: number } {
-  return setup === SHARED_SETUP
-    ? { invoker: 'worker-threads', invocationsPerWorker: PER_WORKER }
-    : { invoker: setup, invocationsPerWorker: 1 }
+  if (setup === SHARED_SETUP) return { invoker: 'worker-threads', invocationsPerWorker: PER_WORKER }
+  if (setup === PIPELINE_SETUP) return { invoker: 'in-process', invocationsPerWorker: 1 }
+  return { invoker: setup, invocationsPerWorker: 1 }
 }

@@ -30,7 +30,7 @@
  *
  * Environment: BENCH_SECONDS (3), BENCH_WARMUP_SECONDS (0.5), BENCH_ROUNDS (3),
  * BENCH_INFLIGHT (1,16,64), BENCH_SETUPS (in-process,worker-threads,worker-threads-shared; worker-threads-shared: worker threads with
- * invocationsPerWorker BENCH_PER_WORKER, default 64),
+ * invocationsPerWorker BENCH_PER_WORKER, default 64; pipeline-in-workers, run only when named: bench/pipeline-workers.ts),
  * BENCH_BROKER (kafka://127.0.0.1:9092), BENCH_OUT (bench/results/kafka.json).
  */
 import { readFileSync } from 'node:fs'

@@ -33,7 +33,8 @@
  * Environment:
  *   BENCH_SECONDS (3)  BENCH_WARMUP_SECONDS (0.5)  BENCH_ROUNDS (3)  BENCH_INFLIGHT (1,16,64)
  *   BENCH_SETUPS       bridge setups besides the baseline (default in-process,worker-threads,worker-threads-shared;
- *                          worker-threads-shared: worker threads, invocationsPerWorker BENCH_PER_WORKER, default 64)
+ *                          worker-threads-shared: worker threads, invocationsPerWorker BENCH_PER_WORKER, default 64;
+ *                          pipeline-in-workers, run only when named: bench/pipeline-workers.ts)
  *   BENCH_BROKER       default TOOLBRIDGE_BROKER, else pulsar://127.0.0.1:6650
  *   BENCH_OUT          default bench/results/pulsar.json (git-ignored)
  */

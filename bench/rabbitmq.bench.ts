@@ -56,6 +56,7 @@
  *   BENCH_INFLIGHT         in-flight levels, comma separated (default 1,16,64)
  *   BENCH_SETUPS           bridge setups to run besides the baseline (default in-process,worker-threads,worker-threads-shared)
  *   BENCH_PER_WORKER       invocationsPerWorker of worker-threads-shared (default 64)
+ *   BENCH_PIPELINE_WORKERS workers of pipeline-in-workers, a setup run only when named (bench/pipeline-workers.ts)
  *   BENCH_BROKER           broker URL (default TOOLBRIDGE_BROKER, else amqp://guest:guest@127.0.0.1:5672/)
  *   BENCH_OUT              where to write the JSON (default bench/results/rabbitmq.json, git-ignored)
  */
@@ -69,7 +70,7 @@ import type { Logger } from '../bridge/support/logger.ts'
 import { RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transport.ts'
 import { ID_PROPERTY, UNKNOWN_ID } from '../shared/protocol.ts'
 import { defaultQueues, parseQueueName, rabbitExchange, rabbitQueue } from '../shared/queues.ts'
-import { type BridgeSetup, SHARED_SETUP } from './env-settings.ts'
+import { BENCH_SETUPS, type BridgeSetup } from './env-settings.ts'
 import { ARGUMENTS, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
 import { machineInfo } from './machine.ts'
 import { ROOT } from './project-root.ts'
@@ -224,7 +225,7 @@ async function startEchoService(prefetch: number, responseBody: Buffer): Promise
 async function deleteBenchTopology(): Promise<void> {
   const model = await amqpConnect(BROKER, { noDelay: true })
   try {
-    const topics = [BASELINE_TOPIC, ...[...INVOKERS, SHARED_SETUP as BridgeSetup].map(bridgeTopic)]
+    const topics = [BASELINE_TOPIC, ...[...INVOKERS, ...BENCH_SETUPS].map(bridgeTopic)]
     for (const topic of topics) {
       const queues = defaultQueues(topic)
       const request = parseQueueName(queues.request)
