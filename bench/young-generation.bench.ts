@@ -1,0 +1,212 @@
+/**
+ * What the size of V8's young generation costs and buys `toolbridge start`
+ * on a broker: CPU per request and RSS of the command as users run it, in a
+ * process of its own, with each `--max-semi-space-size` given.
+ *
+ *   npm run bench:young-generation
+ *
+ * `toolbridge start` starts itself again with a semi-space of 1 MB
+ * (bridge/cli/toolbridge.js) to keep its RSS down; a size given to node is
+ * kept instead. The broker benches run the bridge inside the bench's own
+ * process, with node's default young generation, so they do not show this
+ * trade; this bench does.
+ *
+ * For each in-flight level, one `toolbridge start` per setup (an invoker and
+ * a semi-space size), each on topics of its own (serverless.yml's joke-service
+ * on `young-<setup>`), all started at once, then measured in rounds with the
+ * order rotated, one at a time, by the broker benches' load client in a
+ * process of its own (bench/load-client.ts). CPU is the bridge process's,
+ * all its threads; RSS is read after each cell.
+ *
+ * Environment:
+ *   BENCH_SECONDS          measured seconds per cell (default 3)
+ *   BENCH_WARMUP_SECONDS   warm-up seconds per cell (default 0.5)
+ *   BENCH_ROUNDS           rounds per in-flight level (default 3)
+ *   BENCH_INFLIGHT         in-flight levels, comma separated (default 1,16,64)
+ *   BENCH_INVOKERS         invokers, comma separated (default in-process,worker-threads)
+ *   BENCH_SEMI_SPACES      semi-space sizes in MB, comma separated (default 1,4,16)
+ *   BENCH_BROKER           broker URL (default TOOLBRIDGE_BROKER, else amqp://guest:guest@127.0.0.1:5672/)
+ *   BENCH_OUT              JSON path (default bench/results/young-generation.json)
+ */
+import { readFileSync, writeFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { lambdaContext } from '../bridge/invokers/run-handler.ts'
+import { handler } from '../functions/joke/handler.ts'
+import { resultText } from '../shared/protocol.ts'
+import { defaultQueues } from '../shared/queues.ts'
+import { type ChildBridge, startChildBridge } from './child-bridge.ts'
+import { type RoundsStats, roundsStats } from './closed-loop.ts'
+import { processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
+import { inFlightEnv, invokersEnv, roundsSettings } from './env-settings.ts'
+import { loadJokeTool } from './joke-tool.ts'
+import { type LoadClient, startLoadClient } from './load-client-process.ts'
+import { describeMachine, loadAverage, machineInfo } from './machine.ts'
+import { ROOT } from './project-root.ts'
+import { writeBenchResults } from './results-file.ts'
+import { runBench } from './run-bench.ts'
+import { median } from './statistics.ts'
+import { fmt, fmtInt, printTableByInFlight, throughputColumns } from './tables.ts'
+
+const settings = roundsSettings('young-generation', { seconds: 3, warmupSeconds: 0.5, rounds: 3, inFlight: '1,16,64' })
+const INVOKERS = invokersEnv('BENCH_INVOKERS', 'in-process,worker-threads')
+const SEMI_SPACES = inFlightEnv('BENCH_SEMI_SPACES', '1,4,16')
+const BROKER = process.env.BENCH_BROKER || process.env.TOOLBRIDGE_BROKER || 'amqp://guest:guest@127.0.0.1:5672/'
+const STARTUP_TIMEOUT_MS = 60_000
+
+interface Setup {
+  name: string
+  invoker: string
+  semiSpaceMb: number
+}
+
+const SETUPS: Setup[] = INVOKERS.flatMap((invoker) =>
+  SEMI_SPACES.map((semiSpaceMb) => ({ name: `${invoker} ${semiSpaceMb} MB`, invoker, semiSpaceMb })),
+)
+const topicOf = (setup: Setup) => `young-${setup.invoker}-${setup.semiSpaceMb}`
+
+interface Live {
+  bridge: ChildBridge
+  client: LoadClient
+}
+
+/** One `toolbridge start` for a setup, on serverless.yml with the joke-service's topic its own and its concurrency the in-flight level. */
+async function startSetup(setup: Setup, inFlight: number): Promise<Live> {
+  const yml = resolve(ROOT, `.young-${process.pid}-${topicOf(setup)}.serverless.yml`)
+  const text = readFileSync(resolve(ROOT, 'serverless.yml'), 'utf8').replace(
+    /^( +)topic: joke$/m,
+    (_, indent: string) => `${indent}topic: ${topicOf(setup)}\n${indent}concurrency: ${inFlight}`,
+  )
+  writeFileSync(yml, text)
+  const bridge = await startChildBridge({
+    yml,
+    invoker: setup.invoker,
+    broker: BROKER,
+    nodeArgs: [`--max-semi-space-size=${setup.semiSpaceMb}`],
+  })
+  const { request } = loadJokeTool()
+  const queues = defaultQueues(topicOf(setup))
+  try {
+    const client = await startLoadClient({
+      broker: BROKER,
+      requestQueue: queues.request,
+      responseQueue: queues.response,
+      request,
+      expected: await expectedAnswer(),
+      startupInFlight: inFlight,
+      startupTimeoutMs: STARTUP_TIMEOUT_MS,
+      callTimeoutMs: 30_000,
+    })
+    return { bridge, client }
+  } catch (err) {
+    await bridge.stop()
+    throw err
+  }
+}
+
+async function expectedAnswer(): Promise<string> {
+  const { spec, event } = loadJokeTool()
+  return resultText(await handler(event, lambdaContext(spec.functionName, 'bench', spec.timeoutMs)))
+}
+
+interface Cell {
+  setup: string
+  semiSpaceMb: number
+  invoker: string
+  inFlight: number
+  round: number
+  reqPerSec: number
+  p50Ms: number
+  p90Ms: number
+  p99Ms: number
+  meanMs: number
+  cpuUsPerReq: number
+  rssMiB: number
+}
+
+type Row = RoundsStats & { setup: string; inFlight: number; cpuUsPerReq: number; rssMiB: number }
+
+await runBench(async () => {
+  const loadBefore = loadAverage()
+  const machine = machineInfo({})
+  console.log(describeMachine(machine))
+  console.log(`broker ${BROKER.replace(/\/\/[^@]*@/, '//')}; setups: ${SETUPS.map((s) => s.name).join(', ')}\n`)
+  const cells: Cell[] = []
+  for (const inFlight of settings.inFlight) {
+    const live = new Map<Setup, Live>()
+    try {
+      for (const setup of SETUPS) live.set(setup, await startSetup(setup, inFlight))
+      for (let round = 0; round < settings.rounds; round++) {
+        const order = SETUPS.map((_, i) => SETUPS[(i + round) % SETUPS.length]!)
+        const parts: string[] = []
+        for (const setup of order) {
+          const { bridge, client } = live.get(setup)!
+          const m = await client.measure(inFlight, {
+            seconds: settings.seconds,
+            warmupSeconds: settings.warmupSeconds,
+            probes: { bridge: () => processCpuUsOf(bridge.pid) },
+          })
+          const cell: Cell = {
+            setup: setup.name,
+            semiSpaceMb: setup.semiSpaceMb,
+            invoker: setup.invoker,
+            inFlight,
+            round,
+            reqPerSec: m.reqPerSec,
+            p50Ms: m.p50Ms,
+            p90Ms: m.p90Ms,
+            p99Ms: m.p99Ms,
+            meanMs: m.meanMs,
+            cpuUsPerReq: m.used.bridge / m.requests,
+            rssMiB: rssMiB(bridge.pid),
+          }
+          cells.push(cell)
+          parts.push(
+            `${setup.name} ${fmtInt(cell.reqPerSec)}/s ${fmt(cell.cpuUsPerReq, 0)} us ${fmt(cell.rssMiB, 0)} MiB`,
+          )
+        }
+        console.log(
+          `in-flight ${String(inFlight).padStart(2)} round ${round + 1}/${settings.rounds}: ${parts.join(' | ')}`,
+        )
+      }
+    } finally {
+      for (const { bridge, client } of live.values()) {
+        await client.stop()
+        await bridge.stop()
+      }
+    }
+  }
+
+  const rows: Row[] = settings.inFlight.flatMap((inFlight) =>
+    SETUPS.map((setup) => {
+      const mine = cells.filter((c) => c.inFlight === inFlight && c.setup === setup.name)
+      return {
+        setup: setup.name,
+        inFlight,
+        ...roundsStats(mine),
+        cpuUsPerReq: median(mine.map((c) => c.cpuUsPerReq)),
+        rssMiB: median(mine.map((c) => c.rssMiB)),
+      }
+    }),
+  )
+  console.log(
+    "\nmedians over rounds; CPU is the bridge process's (all threads) per request; RSS read after each cell\n",
+  )
+  printTableByInFlight(
+    [
+      ...throughputColumns<Row>(24),
+      { title: 'CPU us/req', width: 10, cell: (r) => fmt(r.cpuUsPerReq, 0) },
+      { title: 'RSS MiB', width: 7, cell: (r) => fmt(r.rssMiB, 0) },
+    ],
+    rows,
+  )
+  writeBenchResults(settings.out, 'young-generation', machine, loadBefore, {
+    settings: {
+      broker: BROKER.replace(/\/\/[^@]*@/, '//'),
+      ...settings,
+      invokers: INVOKERS,
+      semiSpacesMb: SEMI_SPACES,
+    },
+    rows,
+    cells,
+  })
+})
