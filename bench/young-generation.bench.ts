@@ -28,20 +28,11 @@
  *   BENCH_BROKER           broker URL (default TOOLBRIDGE_BROKER, else amqp://guest:guest@127.0.0.1:5672/)
  *   BENCH_OUT              JSON path (default bench/results/young-generation.json)
  */
-import { readFileSync, writeFileSync } from 'node:fs'
-import { resolve } from 'node:path'
-import { lambdaContext } from '../bridge/invokers/run-handler.ts'
-import { handler } from '../functions/joke/handler.ts'
-import { resultText } from '../shared/protocol.ts'
-import { defaultQueues } from '../shared/queues.ts'
-import { type ChildBridge, startChildBridge } from './child-bridge.ts'
 import { type RoundsStats, roundsStats } from './closed-loop.ts'
+import { type CommandOnBroker, startCommandOnBroker } from './command-on-broker.ts'
 import { processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
 import { inFlightEnv, invokersEnv, roundsSettings } from './env-settings.ts'
-import { loadJokeTool } from './joke-tool.ts'
-import { type LoadClient, startLoadClient } from './load-client-process.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
-import { ROOT } from './project-root.ts'
 import { writeBenchResults } from './results-file.ts'
 import { runBench } from './run-bench.ts'
 import { median } from './statistics.ts'
@@ -51,7 +42,6 @@ const settings = roundsSettings('young-generation', { seconds: 3, warmupSeconds:
 const INVOKERS = invokersEnv('BENCH_INVOKERS', 'in-process,worker-threads')
 const SEMI_SPACES = inFlightEnv('BENCH_SEMI_SPACES', '1,4,16')
 const BROKER = process.env.BENCH_BROKER || process.env.TOOLBRIDGE_BROKER || 'amqp://guest:guest@127.0.0.1:5672/'
-const STARTUP_TIMEOUT_MS = 60_000
 
 interface Setup {
   name: string
@@ -63,50 +53,6 @@ const SETUPS: Setup[] = INVOKERS.flatMap((invoker) =>
   SEMI_SPACES.map((semiSpaceMb) => ({ name: `${invoker} ${semiSpaceMb} MB`, invoker, semiSpaceMb })),
 )
 const topicOf = (setup: Setup) => `young-${setup.invoker}-${setup.semiSpaceMb}`
-
-interface Live {
-  bridge: ChildBridge
-  client: LoadClient
-}
-
-/** One `toolbridge start` for a setup, on serverless.yml with the joke-service's topic its own and its concurrency the in-flight level. */
-async function startSetup(setup: Setup, inFlight: number): Promise<Live> {
-  const yml = resolve(ROOT, `.young-${process.pid}-${topicOf(setup)}.serverless.yml`)
-  const text = readFileSync(resolve(ROOT, 'serverless.yml'), 'utf8').replace(
-    /^( +)topic: joke$/m,
-    (_, indent: string) => `${indent}topic: ${topicOf(setup)}\n${indent}concurrency: ${inFlight}`,
-  )
-  writeFileSync(yml, text)
-  const bridge = await startChildBridge({
-    yml,
-    invoker: setup.invoker,
-    broker: BROKER,
-    nodeArgs: [`--max-semi-space-size=${setup.semiSpaceMb}`],
-  })
-  const { request } = loadJokeTool()
-  const queues = defaultQueues(topicOf(setup))
-  try {
-    const client = await startLoadClient({
-      broker: BROKER,
-      requestQueue: queues.request,
-      responseQueue: queues.response,
-      request,
-      expected: await expectedAnswer(),
-      startupInFlight: inFlight,
-      startupTimeoutMs: STARTUP_TIMEOUT_MS,
-      callTimeoutMs: 30_000,
-    })
-    return { bridge, client }
-  } catch (err) {
-    await bridge.stop()
-    throw err
-  }
-}
-
-async function expectedAnswer(): Promise<string> {
-  const { spec, event } = loadJokeTool()
-  return resultText(await handler(event, lambdaContext(spec.functionName, 'bench', spec.timeoutMs)))
-}
 
 interface Cell {
   setup: string
@@ -132,9 +78,19 @@ await runBench(async () => {
   console.log(`broker ${BROKER.replace(/\/\/[^@]*@/, '//')}; setups: ${SETUPS.map((s) => s.name).join(', ')}\n`)
   const cells: Cell[] = []
   for (const inFlight of settings.inFlight) {
-    const live = new Map<Setup, Live>()
+    const live = new Map<Setup, CommandOnBroker>()
     try {
-      for (const setup of SETUPS) live.set(setup, await startSetup(setup, inFlight))
+      for (const setup of SETUPS)
+        live.set(
+          setup,
+          await startCommandOnBroker({
+            broker: BROKER,
+            invoker: setup.invoker,
+            topic: topicOf(setup),
+            inFlight,
+            nodeArgs: [`--max-semi-space-size=${setup.semiSpaceMb}`],
+          }),
+        )
       for (let round = 0; round < settings.rounds; round++) {
         const order = SETUPS.map((_, i) => SETUPS[(i + round) % SETUPS.length]!)
         const parts: string[] = []
@@ -169,10 +125,7 @@ await runBench(async () => {
         )
       }
     } finally {
-      for (const { bridge, client } of live.values()) {
-        await client.stop()
-        await bridge.stop()
-      }
+      for (const command of live.values()) await command.stop()
     }
   }
 
