@@ -43,12 +43,12 @@ export function areaOf(url: string, functionName: string): string {
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)
   if (pkg) return pkg[1]!
   if (url.startsWith('node:')) return 'node'
-  const own = /\/(bridge|shared|functions|bench)\//.exec(url)
+  const own = /\/(bridge|shared|lib|functions|bench)\//.exec(url)
   return own ? (own[1] === 'functions' ? 'the function' : `toolbridge ${own[1]}/`) : url
 }
 
 const shortUrl = (url: string) =>
-  url.replace(/^.*\/node_modules\//, '').replace(/^file:\/\/.*?\/(bridge|shared|functions)\//, '$1/')
+  url.replace(/^.*\/node_modules\//, '').replace(/^file:\/\/.*?\/(bridge|shared|lib|functions)\//, '$1/')
 
 /** Self time per function and per area of the samples taken between `fromUs` and `toUs` (hrtime µs). */
 export function selfTimes(path: string, fromUs: number, toUs: number): SelfTimes {
