@@ -2,11 +2,12 @@
  * Reading a V8 CPU profile (`node --cpu-prof`): the time each function
  * spent itself over a window, grouped by function and by where its code
  * lives (toolbridge, the function, the broker's client, node, V8's
- * collector), so that a bench can say where a request's CPU goes.
+ * collector), so that a bench can say where a request's CPU goes; and the
+ * profile's call tree over the window, for a flame graph (flame-graph.ts).
  */
 import { readFileSync } from 'node:fs'
 
-interface ProfileNode {
+export interface ProfileNode {
   id: number
   callFrame: { functionName: string; url: string; lineNumber: number }
   children?: number[]
@@ -50,22 +51,45 @@ export function areaOf(url: string, functionName: string): string {
 const shortUrl = (url: string) =>
   url.replace(/^.*\/node_modules\//, '').replace(/^file:\/\/.*?\/(bridge|shared|lib|functions)\//, '$1/')
 
-/** Self time per function and per area of the samples taken between `fromUs` and `toUs` (hrtime µs). */
-export function selfTimes(path: string, fromUs: number, toUs: number): SelfTimes {
+/** A profile's call tree and the time each node spent itself between `fromUs` and `toUs` (hrtime µs). */
+export interface WindowedProfile {
+  nodes: Map<number, ProfileNode>
+  /** The tree's root (V8's `(root)`). */
+  rootId: number
+  /** Node id → µs spent in the node itself within the window. */
+  selfUs: Map<number, number>
+}
+
+export function readWindow(path: string, fromUs: number, toUs: number): WindowedProfile {
   const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile
-  const nodes = new Map(profile.nodes.map((node) => [node.id, node]))
-  const byFunction = new Map<string, number>()
-  const byArea = new Map<string, number>()
-  let totalUs = 0
+  const selfUs = new Map<number, number>()
   let at = profile.startTime
   for (let i = 0; i < profile.samples.length; i++) {
     at += profile.timeDeltas[i]!
     const spent = profile.timeDeltas[i + 1] ?? 0
     if (at < fromUs || at >= toUs) continue
-    const { functionName, url, lineNumber } = nodes.get(profile.samples[i]!)!.callFrame
-    const key = `${functionName || '(anonymous)'} ${shortUrl(url)}${url ? `:${lineNumber + 1}` : ''}`
+    const id = profile.samples[i]!
+    selfUs.set(id, (selfUs.get(id) ?? 0) + spent)
+  }
+  return { nodes: new Map(profile.nodes.map((node) => [node.id, node])), rootId: profile.nodes[0]!.id, selfUs }
+}
+
+/** How a node is named in the reports: "function file:line". */
+export function frameName({ functionName, url, lineNumber }: ProfileNode['callFrame']): string {
+  return `${functionName || '(anonymous)'} ${shortUrl(url)}${url ? `:${lineNumber + 1}` : ''}`
+}
+
+/** Self time per function and per area of the samples taken between `fromUs` and `toUs` (hrtime µs). */
+export function selfTimes(path: string, fromUs: number, toUs: number): SelfTimes {
+  const { nodes, selfUs } = readWindow(path, fromUs, toUs)
+  const byFunction = new Map<string, number>()
+  const byArea = new Map<string, number>()
+  let totalUs = 0
+  for (const [id, spent] of selfUs) {
+    const { callFrame } = nodes.get(id)!
+    const key = frameName(callFrame)
     byFunction.set(key, (byFunction.get(key) ?? 0) + spent)
-    const area = areaOf(url, functionName)
+    const area = areaOf(callFrame.url, callFrame.functionName)
     byArea.set(area, (byArea.get(area) ?? 0) + spent)
     totalUs += spent
   }

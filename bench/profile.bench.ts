@@ -11,7 +11,8 @@
  * the function, the broker's client, node, V8's collector, and what V8 does
  * not attribute to JavaScript), then the functions that spent the most
  * themselves. The profiles stay in BENCH_OUT for a closer look (Chrome's
- * DevTools, or any viewer of .cpuprofile files). Profiling slows the process
+ * DevTools, or any viewer of .cpuprofile files), with a flame graph of the
+ * main thread over the measured loop (main-thread.svg, flame-graph.ts). Profiling slows the process
  * down: compare areas and functions with each other, not with other benches.
  *
  * Environment:
@@ -22,12 +23,13 @@
  *   BENCH_TOP        functions listed per invoker (default 20)
  *   BENCH_OUT        folder for the profiles (default bench/results/profiles)
  */
-import { mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { startCommandOnBroker } from './command-on-broker.ts'
 import { processCpuUsOf } from './cpu-and-memory.ts'
 import { IDLE, selfTimes } from './cpu-profile.ts'
 import { invokersEnv, numberEnv } from './env-settings.ts'
+import { flameGraphSvg } from './flame-graph.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
 import { ROOT } from './project-root.ts'
 import { runBench } from './run-bench.ts'
@@ -81,6 +83,10 @@ await runBench(async () => {
       // Named CPU.<date>.<time>.<pid>.<thread id>.<sequence>.cpuprofile; thread 0 is the main thread.
       const thread = file.split('.')[4] === '0' ? 'main thread' : `thread ${file.split('.')[4]}`
       if (busyUs > 0) byThread.push(`${thread} ${fmt(busyUs / m.requests, 0)}`)
+      if (thread === 'main thread') {
+        const title = `toolbridge start, ${invoker}, ${brokerKind}, ${IN_FLIGHT} in flight: the main thread`
+        writeFileSync(resolve(dir, 'main-thread.svg'), flameGraphSvg(resolve(dir, file), from, to, m.requests, title))
+      }
       for (const [k, us] of times.byArea) byArea.set(k, (byArea.get(k) ?? 0) + us)
       for (const [k, us] of times.byFunction) byFunction.set(k, (byFunction.get(k) ?? 0) + us)
     }
@@ -99,6 +105,6 @@ await runBench(async () => {
     const functions = [...byFunction].filter(([name]) => !name.startsWith(`(${IDLE})`))
     for (const [name, us] of functions.sort((a, b) => b[1] - a[1]).slice(0, TOP))
       console.log(`  ${fmt(perRequest(us), 1).padStart(6)}  ${fmt((100 * us) / busyUs, 1).padStart(4)}%  ${name}`)
-    console.log(`\n  profiles: ${dir}`)
+    console.log(`\n  profiles and the main thread's flame graph: ${dir}`)
   }
 })
