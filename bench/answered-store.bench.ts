@@ -25,6 +25,7 @@
  *   BENCH_REDIS            the store (default redis://127.0.0.1:6379)
  *   BENCH_OUT              where to write the JSON (default bench/results/answered-store.json, git-ignored)
  */
+import { redact } from '../bridge/transports/redact.ts'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { Redis } from 'ioredis'
@@ -113,7 +114,7 @@ async function main(): Promise<void> {
   console.log(describeMachine(machine))
   console.log(`load average before: ${loadBefore.join(' / ')} (1 / 5 / 15 min)`)
   console.log(
-    `${SERVICE_ID} (tool ${tool.name}), in-process invoker, RabbitMQ ${BROKER.replace(/\/\/[^@]*@/, '//')}, store ${REDIS}; ` +
+    `${SERVICE_ID} (tool ${tool.name}), in-process invoker, RabbitMQ ${redact(BROKER)}, store ${REDIS}; ` +
       `${RUN.rounds} rounds of ${RUN.seconds} s (+${RUN.warmupSeconds} s warm-up) per setup and in-flight level`,
   )
 
@@ -220,7 +221,7 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     machine: { ...machine, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter },
     settings: {
-      broker: BROKER.replace(/\/\/[^@]*@/, '//'),
+      broker: redact(BROKER),
       store: REDIS,
       rounds: RUN.rounds,
       seconds: RUN.seconds,

@@ -43,6 +43,14 @@ export function invokersEnv(name: string, fallback: string): InvokerKind[] {
   })
 }
 
+/** A bench's broker: BENCH_BROKER, else the shell's TOOLBRIDGE_BROKER, else `fallback`. */
+export function brokerEnv(fallback: string): string {
+  return process.env.BENCH_BROKER || process.env.TOOLBRIDGE_BROKER || fallback
+}
+
+/** RabbitMQ as scripts/rabbitmq.sh starts it on this machine. */
+export const LOCAL_RABBITMQ = 'amqp://guest:guest@127.0.0.1:5672/'
+
 /** What a bench measured in rounds of closed loops reads from the environment; each bench's header gives its defaults. */
 export interface RoundsSettings {
   /** BENCH_SECONDS: measured seconds per cell. */

@@ -23,19 +23,20 @@
  *   BENCH_TOP        functions listed per invoker (default 20)
  *   BENCH_OUT        folder for the profiles (default bench/results/profiles)
  */
+import { redact } from '../bridge/transports/redact.ts'
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { startCommandOnBroker } from './command-on-broker.ts'
 import { processCpuUsOf } from './cpu-and-memory.ts'
 import { IDLE, selfTimes } from './cpu-profile.ts'
-import { invokersEnv, numberEnv } from './env-settings.ts'
+import { brokerEnv, invokersEnv, LOCAL_RABBITMQ, numberEnv } from './env-settings.ts'
 import { flameGraphSvg } from './flame-graph.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
 import { ROOT } from './project-root.ts'
 import { runBench } from './run-bench.ts'
 import { fmt, fmtInt } from './tables.ts'
 
-const BROKER = process.env.BENCH_BROKER || process.env.TOOLBRIDGE_BROKER || 'amqp://guest:guest@127.0.0.1:5672/'
+const BROKER = brokerEnv(LOCAL_RABBITMQ)
 const INVOKERS = invokersEnv('BENCH_INVOKERS', 'in-process,worker-threads')
 const IN_FLIGHT = Math.floor(numberEnv('BENCH_INFLIGHT', 16, 1))
 const SECONDS = numberEnv('BENCH_SECONDS', 5, 1)
@@ -48,7 +49,7 @@ const hrtimeUs = () => Number(process.hrtime.bigint() / 1000n)
 await runBench(async () => {
   console.log(describeMachine(machineInfo({})))
   console.log(
-    `broker ${BROKER.replace(/\/\/[^@]*@/, '//')}; ${IN_FLIGHT} in flight, ${SECONDS} s measured; load average ${loadAverage().join(' / ')}`,
+    `broker ${redact(BROKER)}; ${IN_FLIGHT} in flight, ${SECONDS} s measured; load average ${loadAverage().join(' / ')}`,
   )
   for (const invoker of INVOKERS) {
     const dir = resolve(OUT, `${brokerKind}-${invoker}`)

@@ -70,7 +70,7 @@ import type { Logger } from '../bridge/support/logger.ts'
 import { RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transport.ts'
 import { ID_PROPERTY, UNKNOWN_ID } from '../shared/protocol.ts'
 import { defaultQueues, parseQueueName, rabbitExchange, rabbitQueue } from '../shared/queues.ts'
-import { BENCH_SETUPS, type BridgeSetup } from './env-settings.ts'
+import { BENCH_SETUPS, type BridgeSetup, brokerEnv, LOCAL_RABBITMQ } from './env-settings.ts'
 import { ARGUMENTS, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
 import { machineInfo } from './machine.ts'
 import { ROOT } from './project-root.ts'
@@ -91,7 +91,7 @@ import {
 const BASELINE_TOPIC = 'bench-echo'
 const BASELINE_SUBSCRIPTION = 'bench-echo-request'
 const bridgeTopic = (kind: BridgeSetup) => `bench-joke-${kind}`
-const BROKER = process.env.BENCH_BROKER || process.env.TOOLBRIDGE_BROKER || 'amqp://guest:guest@127.0.0.1:5672/'
+const BROKER = brokerEnv(LOCAL_RABBITMQ)
 
 const TARGETS = { throughputRatio: 0.9, p50DeltaMs: 0.3 }
 

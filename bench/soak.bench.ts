@@ -43,6 +43,7 @@
  *   BENCH_BROKER     default TOOLBRIDGE_BROKER, else amqp://guest:guest@127.0.0.1:5672/
  *   BENCH_OUT        JSON path (default bench/results/soak.json); the SVG goes beside it
  */
+import { redact } from '../bridge/transports/redact.ts'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { relative, resolve } from 'node:path'
 import { RequestClient } from '../bridge/trustgraph/request-client.ts'
@@ -52,7 +53,7 @@ import { DEFAULT_ANSWERED_MEMORY_SIZE } from '../bridge/project/settings.ts'
 import { handler as joke } from '../functions/joke/handler.ts'
 import { type ChildBridge, startChildBridge } from './child-bridge.ts'
 import { processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
-import { numberEnv } from './env-settings.ts'
+import { brokerEnv, LOCAL_RABBITMQ, numberEnv } from './env-settings.ts'
 import { loadJokeTool } from './joke-tool.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
 import { ROOT } from './project-root.ts'
@@ -62,7 +63,7 @@ import { lineChartSvg } from './svg-chart.ts'
 
 const TOTAL = Math.floor(numberEnv('BENCH_REQUESTS', 300_000, 100))
 const IN_FLIGHT = Math.floor(numberEnv('BENCH_INFLIGHT', 32, 1))
-const BROKER = process.env.BENCH_BROKER || process.env.TOOLBRIDGE_BROKER || 'amqp://guest:guest@127.0.0.1:5672/'
+const BROKER = brokerEnv(LOCAL_RABBITMQ)
 const OUT = resolve(ROOT, process.env.BENCH_OUT || 'bench/results/soak.json')
 const SVG = OUT.replace(/\.json$/, '') + '.svg'
 const TARGET_RSS_GROWTH = 0.1
@@ -162,7 +163,7 @@ async function main(): Promise<void> {
   const machine = machineInfo({})
   console.log(describeMachine(machine))
   console.log(
-    `soak: ${fmtInt(TOTAL)} requests, ${IN_FLIGHT} in flight, ${INVOKER} invoker${PER_WORKER === undefined ? '' : `, invocationsPerWorker ${PER_WORKER}`}, node ${BRIDGE_NODE_OPTIONS || '(no options)'}, bridge on ${BROKER.replace(/\/\/[^@]*@/, '//')}`,
+    `soak: ${fmtInt(TOTAL)} requests, ${IN_FLIGHT} in flight, ${INVOKER} invoker${PER_WORKER === undefined ? '' : `, invocationsPerWorker ${PER_WORKER}`}, node ${BRIDGE_NODE_OPTIONS || '(no options)'}, bridge on ${redact(BROKER)}`,
   )
 
   const bridge = await startBridge()

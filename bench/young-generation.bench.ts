@@ -28,10 +28,11 @@
  *   BENCH_BROKER           broker URL (default TOOLBRIDGE_BROKER, else amqp://guest:guest@127.0.0.1:5672/)
  *   BENCH_OUT              JSON path (default bench/results/young-generation.json)
  */
+import { redact } from '../bridge/transports/redact.ts'
 import { type RoundsStats, roundsStats } from './closed-loop.ts'
 import { type CommandOnBroker, startCommandOnBroker } from './command-on-broker.ts'
 import { processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
-import { inFlightEnv, invokersEnv, roundsSettings } from './env-settings.ts'
+import { brokerEnv, inFlightEnv, invokersEnv, LOCAL_RABBITMQ, roundsSettings } from './env-settings.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
 import { writeBenchResults } from './results-file.ts'
 import { runBench } from './run-bench.ts'
@@ -41,7 +42,7 @@ import { fmt, fmtInt, printTableByInFlight, throughputColumns } from './tables.t
 const settings = roundsSettings('young-generation', { seconds: 3, warmupSeconds: 0.5, rounds: 3, inFlight: '1,16,64' })
 const INVOKERS = invokersEnv('BENCH_INVOKERS', 'in-process,worker-threads')
 const SEMI_SPACES = inFlightEnv('BENCH_SEMI_SPACES', '1,4,16')
-const BROKER = process.env.BENCH_BROKER || process.env.TOOLBRIDGE_BROKER || 'amqp://guest:guest@127.0.0.1:5672/'
+const BROKER = brokerEnv(LOCAL_RABBITMQ)
 
 interface Setup {
   name: string
@@ -75,7 +76,7 @@ await runBench(async () => {
   const loadBefore = loadAverage()
   const machine = machineInfo({})
   console.log(describeMachine(machine))
-  console.log(`broker ${BROKER.replace(/\/\/[^@]*@/, '//')}; setups: ${SETUPS.map((s) => s.name).join(', ')}\n`)
+  console.log(`broker ${redact(BROKER)}; setups: ${SETUPS.map((s) => s.name).join(', ')}\n`)
   const cells: Cell[] = []
   for (const inFlight of settings.inFlight) {
     const live = new Map<Setup, CommandOnBroker>()
@@ -154,7 +155,7 @@ await runBench(async () => {
   )
   writeBenchResults(settings.out, 'young-generation', machine, loadBefore, {
     settings: {
-      broker: BROKER.replace(/\/\/[^@]*@/, '//'),
+      broker: redact(BROKER),
       ...settings,
       invokers: INVOKERS,
       semiSpacesMb: SEMI_SPACES,
