@@ -23,7 +23,7 @@ import type { Transport } from '../bridge/transports/transport.ts'
 import { handler } from '../functions/joke/handler.ts'
 import { encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } from '../shared/protocol.ts'
 import { defaultQueues } from '../shared/queues.ts'
-import { type LoopStats, type Probe, type RoundsStats, roundsStats } from './closed-loop.ts'
+import { inRotation, type LoopStats, type Probe, type RoundsStats, roundsStats } from './closed-loop.ts'
 import { processCpuUs, processCpuUsOf } from './cpu-and-memory.ts'
 import {
   type BridgeSetup,
@@ -96,7 +96,7 @@ async function measureBrokerRounds<S extends string>(bench: BrokerRounds<S>): Pr
     try {
       for (const setup of setups) live.set(setup, await bench.start(setup, inFlight))
       for (let round = 0; round < rounds; round++) {
-        const order = setups.map((_, i) => setups[(i + round) % setups.length]!)
+        const order = inRotation(setups, round)
         const parts: string[] = []
         for (const [position, setup] of order.entries()) {
           const stats = await measureBrokerCell(live.get(setup)!.client, inFlight, bench)

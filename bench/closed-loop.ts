@@ -35,6 +35,11 @@ export type Call = () => Promise<unknown>
  */
 export type Probe = () => number
 
+/** `items` in the order of a round: each round starts one further on, so that none always runs first, after the same neighbour. */
+export function inRotation<T>(items: readonly T[], round: number): T[] {
+  return items.map((_, i) => items[(i + round) % items.length]!)
+}
+
 /** A setup's closed loops over the rounds at one in-flight level: medians, and the range of req/s. */
 export interface RoundsStats {
   rounds: number

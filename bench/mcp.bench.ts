@@ -71,7 +71,7 @@ import { LOCAL_INVOKERS, type InvokerKind } from '../bridge/project/settings.ts'
 import { handler } from '../functions/joke/handler.ts'
 import { resultText } from '../shared/protocol.ts'
 import { envWithoutToolbridgeSettings, stopForkedChild } from './child-processes.ts'
-import { type Call, type LoopStats, measure, type RoundsStats, roundsStats } from './closed-loop.ts'
+import { type Call, inRotation, type LoopStats, measure, type RoundsStats, roundsStats } from './closed-loop.ts'
 import { processCpuUs, processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
 import { invokersEnv, listEnv, numberEnv, roundsSettings } from './env-settings.ts'
 import { ARGUMENTS, loadJokeTool, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
@@ -547,7 +547,7 @@ async function main(): Promise<void> {
 
     for (const inFlight of RUN.inFlight) {
       for (let round = 0; round < RUN.rounds; round++) {
-        const order = list.map((_, i) => list[(i + round) % list.length]!)
+        const order = inRotation(list, round)
         const parts: string[] = []
         for (const [position, route] of order.entries()) {
           const stats = await measureCell(route, servers.get(route.server)!, inFlight, expected)

@@ -17,6 +17,7 @@
  *   npm run bench:thread-hop      BENCH_ROUNDS (3), THREAD_HOP_SPIN_US (50)
  */
 import { Worker } from 'node:worker_threads'
+import { inRotation } from './closed-loop.ts'
 import { numberEnv } from './env-settings.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
 import { runBench } from './run-bench.ts'
@@ -100,8 +101,7 @@ async function main(): Promise<void> {
   // Atomics.waitAsync holds no handle: without one, the process would end while the main thread waits.
   const keepAlive = setInterval(() => {}, 2 ** 30)
   for (let round = 0; round < ROUNDS; round++) {
-    for (let i = 0; i < MODES.length; i++) {
-      const { name, mode, spinUs } = MODES[(i + round) % MODES.length]!
+    for (const { name, mode, spinUs } of inRotation(MODES, round)) {
       const hopper = await startHopper(mode, spinUs)
       try {
         await measure(hopper, 0, 2_000) // warm-up

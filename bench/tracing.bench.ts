@@ -32,7 +32,7 @@
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { InvokerKind } from '../bridge/project/settings.ts'
-import { measure } from './closed-loop.ts'
+import { inRotation, measure } from './closed-loop.ts'
 import { processCpuUs } from './cpu-and-memory.ts'
 import { invokersEnv, roundsSettings } from './env-settings.ts'
 import { loadJokeTool } from './joke-tool.ts'
@@ -168,7 +168,7 @@ async function main(): Promise<void> {
       )
       for (let round = 0; round < RUN.rounds; round++) {
         // Rotated: no setup always runs first (a fresh process) or last (a warm, fragmented heap).
-        const order = setups.map((_, i) => setups[(i + round) % setups.length] as SetupName)
+        const order = inRotation(setups, round)
         for (const setup of order) {
           const cell = await runCell(checkouts[setup]!, setup, kind, inFlight, serviceName)
           const row = bySetup.get(setup)!

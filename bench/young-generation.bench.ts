@@ -29,7 +29,7 @@
  *   BENCH_OUT              JSON path (default bench/results/young-generation.json)
  */
 import { redact } from '../bridge/transports/redact.ts'
-import { type RoundsStats, roundsStats } from './closed-loop.ts'
+import { inRotation, type RoundsStats, roundsStats } from './closed-loop.ts'
 import { type CommandOnBroker, startCommandOnBroker } from './command-on-broker.ts'
 import { processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
 import { brokerEnv, inFlightEnv, invokersEnv, LOCAL_RABBITMQ, roundsSettings } from './env-settings.ts'
@@ -93,7 +93,7 @@ await runBench(async () => {
           }),
         )
       for (let round = 0; round < settings.rounds; round++) {
-        const order = SETUPS.map((_, i) => SETUPS[(i + round) % SETUPS.length]!)
+        const order = inRotation(SETUPS, round)
         const parts: string[] = []
         for (const setup of order) {
           const { bridge, client } = live.get(setup)!
