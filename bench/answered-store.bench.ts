@@ -29,14 +29,11 @@ import { redact } from '../bridge/transports/redact.ts'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { Redis } from 'ioredis'
-import { lambdaContext } from '../bridge/invokers/run-handler.ts'
-import { handler } from '../functions/joke/handler.ts'
-import { resultText } from '../shared/protocol.ts'
 import { defaultQueues } from '../shared/queues.ts'
 import { type ChildBridge, startChildBridge } from './child-bridge.ts'
 import { processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
 import { roundsSettings } from './env-settings.ts'
-import { loadJokeTool, SERVICE_ID } from './joke-tool.ts'
+import { jokeAnswer, loadJokeTool, SERVICE_ID } from './joke-tool.ts'
 import { type DrivenService, driveService } from './load-client-process.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
 import { ROOT } from './project-root.ts'
@@ -107,8 +104,8 @@ const range = (values: number[], digits: number) =>
 
 async function main(): Promise<void> {
   const loadBefore = loadAverage()
-  const { spec, tool, request, event } = loadJokeTool()
-  const expected = resultText(await handler(event, lambdaContext(spec.functionName, 'bench', spec.timeoutMs)))
+  const { spec, tool, request } = loadJokeTool()
+  const expected = await jokeAnswer()
   const redisServer = redisPid()
   const machine = machineInfo({})
   console.log(describeMachine(machine))

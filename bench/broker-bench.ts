@@ -14,14 +14,12 @@
  * BENCH_SETUPS, BENCH_PER_WORKER (bench/env-settings.ts), BENCH_PIPELINE_WORKERS
  * (bench/pipeline-workers.ts), BENCH_OUT.
  */
-import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
 import type { ToolServiceSpec } from '../bridge/project/tool-services.ts'
 import { startRuntime } from '../bridge/runtime.ts'
 import type { Logger } from '../bridge/support/logger.ts'
 import type { Transport } from '../bridge/transports/transport.ts'
-import { handler } from '../functions/joke/handler.ts'
-import { encodeResponse, finalResponse, ID_PROPERTY, resultText, UNKNOWN_ID } from '../shared/protocol.ts'
+import { encodeResponse, finalResponse, ID_PROPERTY, UNKNOWN_ID } from '../shared/protocol.ts'
 import { defaultQueues } from '../shared/queues.ts'
 import { inRotation, type LoopStats, type Probe, type RoundsStats, roundsStats } from './closed-loop.ts'
 import { processCpuUs, processCpuUsOf } from './cpu-and-memory.ts'
@@ -34,7 +32,7 @@ import {
   setupsEnv,
   SHARED_SETUP,
 } from './env-settings.ts'
-import { loadJokeTool, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
+import { jokeAnswer, loadJokeTool, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
 import { type DrivenService, driveService, type LoadClient, type LoadClientSetup } from './load-client-process.ts'
 import { describeMachine, loadAverage, type Machine } from './machine.ts'
 import { writeBenchResults } from './results-file.ts'
@@ -277,8 +275,7 @@ export function runBrokerBench<S extends string, X extends object>(bench: Broker
     const loadBefore = loadAverage()
     const settings = brokerSettings(bench.name)
     const joke = loadJokeTool()
-    const { spec, event } = joke
-    const expected = resultText(await handler(event, lambdaContext(spec.functionName, 'bench', spec.timeoutMs)))
+    const expected = await jokeAnswer()
     const setups = [
       'baseline' as S,
       ...(settings.bridgeSetups as string[] as S[]),

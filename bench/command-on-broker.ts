@@ -6,12 +6,9 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { lambdaContext } from '../bridge/invokers/run-handler.ts'
-import { handler } from '../functions/joke/handler.ts'
-import { resultText } from '../shared/protocol.ts'
 import { defaultQueues } from '../shared/queues.ts'
 import { type ChildBridge, startChildBridge } from './child-bridge.ts'
-import { loadJokeTool } from './joke-tool.ts'
+import { jokeAnswer, loadJokeTool } from './joke-tool.ts'
 import { type LoadClient, startLoadClient } from './load-client-process.ts'
 import { ROOT } from './project-root.ts'
 
@@ -41,7 +38,7 @@ export async function startCommandOnBroker(options: {
   )
   writeFileSync(yml, text)
   const bridge = await startChildBridge({ yml, invoker, broker, nodeArgs })
-  const { request, spec, event } = loadJokeTool()
+  const { request } = loadJokeTool()
   const queues = defaultQueues(topic)
   try {
     const client = await startLoadClient({
@@ -49,7 +46,7 @@ export async function startCommandOnBroker(options: {
       requestQueue: queues.request,
       responseQueue: queues.response,
       request,
-      expected: resultText(await handler(event, lambdaContext(spec.functionName, 'bench', spec.timeoutMs))),
+      expected: await jokeAnswer(),
       startupInFlight: inFlight,
       startupTimeoutMs: STARTUP_TIMEOUT_MS,
       callTimeoutMs: 30_000,

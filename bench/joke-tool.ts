@@ -3,8 +3,10 @@
  * serverless.yml's joke-service and its tell-joke tool, by these names.
  */
 import { resolve } from 'node:path'
+import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import { loadProject } from '../bridge/project/project.ts'
-import { decodeRequest, encodeRequest } from '../shared/protocol.ts'
+import { handler } from '../functions/joke/handler.ts'
+import { decodeRequest, encodeRequest, resultText } from '../shared/protocol.ts'
 import { ROOT } from './project-root.ts'
 
 export const SERVICE_ID = 'joke-service'
@@ -21,4 +23,10 @@ export function loadJokeTool() {
   const decoded = decodeRequest(encodeRequest(request))
   if (!decoded.ok) throw new Error(decoded.message)
   return { project, spec, tool, request, event: decoded.value }
+}
+
+/** What the bridge answers for the benches' request: the joke function's own result text, called directly. */
+export async function jokeAnswer(): Promise<string> {
+  const { spec, event } = loadJokeTool()
+  return resultText(await handler(event, lambdaContext(spec.functionName, 'bench', spec.timeoutMs)))
 }

@@ -66,15 +66,12 @@ import { type ChildProcess, fork } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { Agent, request as httpRequest, type OutgoingHttpHeaders } from 'node:http'
 import { resolve } from 'node:path'
-import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import { LOCAL_INVOKERS, type InvokerKind } from '../bridge/project/settings.ts'
-import { handler } from '../functions/joke/handler.ts'
-import { resultText } from '../shared/protocol.ts'
 import { envWithoutToolbridgeSettings, stopForkedChild } from './child-processes.ts'
 import { type Call, inRotation, type LoopStats, measure, type RoundsStats, roundsStats } from './closed-loop.ts'
 import { processCpuUs, processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
 import { invokersEnv, listEnv, numberEnv, roundsSettings } from './env-settings.ts'
-import { ARGUMENTS, loadJokeTool, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
+import { ARGUMENTS, jokeAnswer, loadJokeTool, SERVICE_ID, TOOL_NAME } from './joke-tool.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
 import type { ServerReady, ToServer } from './mcp-server.ts'
 import { ROOT } from './project-root.ts'
@@ -503,8 +500,8 @@ async function toolCallPaths(url: URL): Promise<{ direct: number; sdk: number }>
 
 async function main(): Promise<void> {
   const loadBefore = loadAverage()
-  const { spec, tool, event } = loadJokeTool()
-  const expected = resultText(await handler(event, lambdaContext(spec.functionName, 'bench', spec.timeoutMs)))
+  const { spec, tool } = loadJokeTool()
+  const expected = await jokeAnswer()
   const list = routes()
 
   const machine = machineInfo({ mcpServerSdk: packageVersion('@modelcontextprotocol/server') })

@@ -39,7 +39,6 @@
  */
 import { spawn } from 'node:child_process'
 import { resolve } from 'node:path'
-import { lambdaContext } from '../bridge/invokers/run-handler.ts'
 import type { Project } from '../bridge/project/project.ts'
 import { resolveSettings } from '../bridge/project/settings.ts'
 import type { ToolServiceSpec } from '../bridge/project/tool-services.ts'
@@ -48,12 +47,11 @@ import type { Logger } from '../bridge/support/logger.ts'
 import { PulsarTransport } from '../bridge/transports/pulsar/pulsar-transport.ts'
 import { RabbitTransport } from '../bridge/transports/rabbitmq/rabbitmq-transport.ts'
 import type { Transport } from '../bridge/transports/transport.ts'
-import { handler } from '../functions/joke/handler.ts'
-import { encodeResponse, finalResponse, resultText } from '../shared/protocol.ts'
+import { encodeResponse, finalResponse } from '../shared/protocol.ts'
 import { defaultQueues } from '../shared/queues.ts'
 import { TRUSTGRAPH_INSTALL, TRUSTGRAPH_VENV, trustgraphInstalled } from '../test/support/trustgraph.ts'
 import { listEnv, roundsSettings } from './env-settings.ts'
-import { ARGUMENTS, loadJokeTool } from './joke-tool.ts'
+import { ARGUMENTS, jokeAnswer, loadJokeTool } from './joke-tool.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
 import { ROOT } from './project-root.ts'
 import { writeBenchResults } from './results-file.ts'
@@ -181,8 +179,8 @@ const COLUMNS: Column<Row>[] = [
 async function main(): Promise<void> {
   if (!trustgraphInstalled()) throw new Error(`needs TrustGraph's packages: ${TRUSTGRAPH_INSTALL}`)
   const loadBefore = loadAverage()
-  const { project, spec, tool, request, event } = loadJokeTool()
-  const expected = resultText(await handler(event, lambdaContext(spec.functionName, 'bench', spec.timeoutMs)))
+  const { project, spec, tool, request } = loadJokeTool()
+  const expected = await jokeAnswer()
   const responseBody = new Uint8Array(Buffer.from(encodeResponse(finalResponse(expected))))
   const machine = machineInfo({})
   console.log(describeMachine(machine))
