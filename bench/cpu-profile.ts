@@ -23,7 +23,7 @@ interface CpuProfile {
 
 /** Microseconds each function spent itself, and each area, over the window. */
 export interface SelfTimes {
-  /** "name file:line" → µs. */
+  /** "name file:line" → µs; idle time is no function's. */
   byFunction: Map<string, number>
   byArea: Map<string, number>
   /** All the samples in the window, idle included. */
@@ -79,18 +79,19 @@ export function frameName({ functionName, url, lineNumber }: ProfileNode['callFr
   return `${functionName || '(anonymous)'} ${shortUrl(url)}${url ? `:${lineNumber + 1}` : ''}`
 }
 
-/** Self time per function and per area of the samples taken between `fromUs` and `toUs` (hrtime µs). */
-export function selfTimes(path: string, fromUs: number, toUs: number): SelfTimes {
-  const { nodes, selfUs } = readWindow(path, fromUs, toUs)
+/** Self time per function and per area of a profile's window. */
+export function selfTimes({ nodes, selfUs }: WindowedProfile): SelfTimes {
   const byFunction = new Map<string, number>()
   const byArea = new Map<string, number>()
   let totalUs = 0
   for (const [id, spent] of selfUs) {
     const { callFrame } = nodes.get(id)!
-    const key = frameName(callFrame)
-    byFunction.set(key, (byFunction.get(key) ?? 0) + spent)
     const area = areaOf(callFrame.url, callFrame.functionName)
     byArea.set(area, (byArea.get(area) ?? 0) + spent)
+    if (area !== IDLE) {
+      const key = frameName(callFrame)
+      byFunction.set(key, (byFunction.get(key) ?? 0) + spent)
+    }
     totalUs += spent
   }
   return { byFunction, byArea, totalUs }

@@ -6,7 +6,8 @@
  * tooltip with its name, its time per request and its share. Idle time is
  * left out, and boxes narrower than a pixel are dropped.
  */
-import { areaOf, frameName, IDLE, type ProfileNode, readWindow } from './cpu-profile.ts'
+import { areaOf, frameName, IDLE, type ProfileNode, type WindowedProfile } from './cpu-profile.ts'
+import { escapeXml } from './svg-chart.ts'
 
 const WIDTH = 1200
 const ROW = 16
@@ -25,15 +26,12 @@ const COLORS: [RegExp, string][] = [
 ]
 const PACKAGE_COLOR = '#7cc47f'
 
-const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
-
-/** The flame graph of `path` between `fromUs` and `toUs` (hrtime µs); `requests` answered in that window. */
-export function flameGraphSvg(path: string, fromUs: number, toUs: number, requests: number, title: string): string {
-  const { nodes, rootId, selfUs } = readWindow(path, fromUs, toUs)
+/** The flame graph of a profile's window, in which `requests` were answered. */
+export function flameGraphSvg({ nodes, rootId, selfUs }: WindowedProfile, requests: number, title: string): string {
   const total = new Map<number, number>()
   const totalOf = (id: number): number => {
     const node = nodes.get(id)!
-    if (node.callFrame.functionName === IDLE_FRAME) return 0
+    if (areaOf(node.callFrame.url, node.callFrame.functionName) === IDLE) return 0
     let sum = selfUs.get(id) ?? 0
     for (const child of node.children ?? []) sum += totalOf(child)
     total.set(id, sum)
@@ -89,5 +87,3 @@ export function flameGraphSvg(path: string, fromUs: number, toUs: number, reques
     '',
   ].join('\n')
 }
-
-const IDLE_FRAME = `(${IDLE})`

@@ -28,7 +28,7 @@ import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { startCommandOnBroker } from './command-on-broker.ts'
 import { processCpuUsOf } from './cpu-and-memory.ts'
-import { IDLE, selfTimes } from './cpu-profile.ts'
+import { IDLE, readWindow, selfTimes } from './cpu-profile.ts'
 import { brokerEnv, invokersEnv, LOCAL_RABBITMQ, numberEnv } from './env-settings.ts'
 import { flameGraphSvg } from './flame-graph.ts'
 import { describeMachine, loadAverage, machineInfo } from './machine.ts'
@@ -79,14 +79,16 @@ await runBench(async () => {
     const byFunction = new Map<string, number>()
     const byThread: string[] = []
     for (const file of files) {
-      const times = selfTimes(resolve(dir, file), from, to)
-      const busyUs = times.totalUs - (times.byArea.get(IDLE) ?? 0)
+      const window = readWindow(resolve(dir, file), from, to)
+      const times = selfTimes(window)
+      const threadBusyUs = times.totalUs - (times.byArea.get(IDLE) ?? 0)
       // Named CPU.<date>.<time>.<pid>.<thread id>.<sequence>.cpuprofile; thread 0 is the main thread.
-      const thread = file.split('.')[4] === '0' ? 'main thread' : `thread ${file.split('.')[4]}`
-      if (busyUs > 0) byThread.push(`${thread} ${fmt(busyUs / m.requests, 0)}`)
-      if (thread === 'main thread') {
+      const threadId = file.split('.')[4]
+      const thread = threadId === '0' ? 'main thread' : `thread ${threadId}`
+      if (threadBusyUs > 0) byThread.push(`${thread} ${fmt(threadBusyUs / m.requests, 0)}`)
+      if (threadId === '0') {
         const title = `toolbridge start, ${invoker}, ${brokerKind}, ${IN_FLIGHT} in flight: the main thread`
-        writeFileSync(resolve(dir, 'main-thread.svg'), flameGraphSvg(resolve(dir, file), from, to, m.requests, title))
+        writeFileSync(resolve(dir, 'main-thread.svg'), flameGraphSvg(window, m.requests, title))
       }
       for (const [k, us] of times.byArea) byArea.set(k, (byArea.get(k) ?? 0) + us)
       for (const [k, us] of times.byFunction) byFunction.set(k, (byFunction.get(k) ?? 0) + us)
@@ -103,8 +105,7 @@ await runBench(async () => {
     for (const [area, us] of busy.sort((a, b) => b[1] - a[1]))
       console.log(`  ${fmt(perRequest(us), 1).padStart(6)}  ${fmt((100 * us) / busyUs, 1).padStart(4)}%  ${area}`)
     console.log(`\n  µs/req  share  function (self time; top ${TOP})`)
-    const functions = [...byFunction].filter(([name]) => !name.startsWith(`(${IDLE})`))
-    for (const [name, us] of functions.sort((a, b) => b[1] - a[1]).slice(0, TOP))
+    for (const [name, us] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, TOP))
       console.log(`  ${fmt(perRequest(us), 1).padStart(6)}  ${fmt((100 * us) / busyUs, 1).padStart(4)}%  ${name}`)
     console.log(`\n  profiles and the main thread's flame graph: ${dir}`)
   }

@@ -25,7 +25,7 @@ const HEIGHT = 360
 const MARGIN = { top: 40, right: 70, bottom: 45, left: 70 }
 const TICKS = 5
 
-const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+export const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
 /** A "nice" upper bound for an axis that starts at 0. */
 function niceMax(value: number): number {
