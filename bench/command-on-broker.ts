@@ -9,16 +9,14 @@ import { resolve } from 'node:path'
 import { defaultQueues } from '../shared/queues.ts'
 import { type ChildBridge, startChildBridge } from './child-bridge.ts'
 import { jokeAnswer, loadJokeTool } from './joke-tool.ts'
-import { type LoadClient, startLoadClient } from './load-client-process.ts'
+import { type DrivenService, driveService } from './load-client-process.ts'
 import { ROOT } from './project-root.ts'
 
 const STARTUP_TIMEOUT_MS = 60_000
 
-export interface CommandOnBroker {
+/** The command and the load client that drives it; stop() ends both, the client first. */
+export interface CommandOnBroker extends DrivenService {
   bridge: ChildBridge
-  client: LoadClient
-  /** The client first, then the command. */
-  stop(): Promise<void>
 }
 
 export async function startCommandOnBroker(options: {
@@ -32,35 +30,30 @@ export async function startCommandOnBroker(options: {
 }): Promise<CommandOnBroker> {
   const { broker, invoker, topic, inFlight, nodeArgs } = options
   const yml = resolve(ROOT, `.command-${process.pid}-${topic}.serverless.yml`)
-  const text = readFileSync(resolve(ROOT, 'serverless.yml'), 'utf8').replace(
+  const original = readFileSync(resolve(ROOT, 'serverless.yml'), 'utf8')
+  const text = original.replace(
     /^( +)topic: joke$/m,
     (_, indent: string) => `${indent}topic: ${topic}\n${indent}concurrency: ${inFlight}`,
   )
+  // Without a topic of its own, the command would share the joke-service's queue with anything else serving it.
+  if (text === original)
+    throw new Error('serverless.yml has no joke-service on topic "joke" to give a topic of its own')
   writeFileSync(yml, text)
   const bridge = await startChildBridge({ yml, invoker, broker, nodeArgs })
-  const { request } = loadJokeTool()
   const queues = defaultQueues(topic)
-  try {
-    const client = await startLoadClient({
+  const driven = await driveService(
+    `toolbridge start --invoker ${invoker} on ${topic}`,
+    {
       broker,
       requestQueue: queues.request,
       responseQueue: queues.response,
-      request,
+      request: loadJokeTool().request,
       expected: await jokeAnswer(),
       startupInFlight: inFlight,
       startupTimeoutMs: STARTUP_TIMEOUT_MS,
       callTimeoutMs: 30_000,
-    })
-    return {
-      bridge,
-      client,
-      stop: async () => {
-        await client.stop()
-        await bridge.stop()
-      },
-    }
-  } catch (err) {
-    await bridge.stop()
-    throw err
-  }
+    },
+    () => bridge.stop(),
+  )
+  return { ...driven, bridge }
 }
