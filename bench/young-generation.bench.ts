@@ -29,7 +29,8 @@
  *   BENCH_OUT              JSON path (default bench/results/young-generation.json)
  */
 import { redact } from '../bridge/transports/redact.ts'
-import { inRotation, type RoundsStats, roundsStats } from './closed-loop.ts'
+import { type LoopStats, inRotation, type RoundsStats, roundsStats } from './closed-loop.ts'
+import type { InvokerKind } from '../bridge/project/settings.ts'
 import { type CommandOnBroker, startCommandOnBroker } from './command-on-broker.ts'
 import { processCpuUsOf, rssMiB } from './cpu-and-memory.ts'
 import { brokerEnv, inFlightEnv, invokersEnv, LOCAL_RABBITMQ, roundsSettings } from './env-settings.ts'
@@ -46,7 +47,7 @@ const BROKER = brokerEnv(LOCAL_RABBITMQ)
 
 interface Setup {
   name: string
-  invoker: string
+  invoker: InvokerKind
   semiSpaceMb: number
 }
 
@@ -55,17 +56,13 @@ const SETUPS: Setup[] = INVOKERS.flatMap((invoker) =>
 )
 const topicOf = (setup: Setup) => `young-${setup.invoker}-${setup.semiSpaceMb}`
 
-interface Cell {
+/** One setup's loop in one round: what roundsStats reads, and the bridge's own CPU and RSS. */
+type Cell = Pick<LoopStats, 'reqPerSec' | 'p50Ms' | 'p90Ms' | 'p99Ms' | 'meanMs'> & {
   setup: string
   semiSpaceMb: number
-  invoker: string
+  invoker: InvokerKind
   inFlight: number
   round: number
-  reqPerSec: number
-  p50Ms: number
-  p90Ms: number
-  p99Ms: number
-  meanMs: number
   cpuUsPerReq: number
   rssMiB: number
 }
