@@ -44,6 +44,7 @@ import type { ConsoleFeed } from './console/console-feed.ts'
 import { consoleRoutes } from './console/console-routes.ts'
 import { createGatewayAccess, type GatewayAccessOptions } from './gateway-access.ts'
 import { GatewayCalls } from './gateway-calls.ts'
+import { jsonRpcError } from './json-rpc-answers.ts'
 import { HttpError, sendJson } from './responses.ts'
 import { answersMethod, findRoute, openRoute, type Route } from './routes.ts'
 import { callTool, TOOL_PATH, type ToolCallRoute } from './tool-call.ts'
@@ -146,7 +147,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   ): Promise<void> {
     if (calls.draining) {
       const message = 'toolbridge is shutting down: try again shortly (another replica may answer)'
-      if (route.jsonRpc) return (await loadMcp()).jsonRpcError(res, 503, message, RETRY_LATER)
+      if (route.jsonRpc) return jsonRpcError(res, 503, message, RETRY_LATER)
       return sendJson(res, 503, { error: { type: 'unavailable', message } }, RETRY_LATER)
     }
     try {
@@ -209,12 +210,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const server: Server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS }, (req, res) => {
     const path = new URL(req.url ?? '/', 'http://gateway').pathname
     const found = findRoute(routes, path)
-    answer(req, res, found, path).catch(async (err: unknown) => {
+    answer(req, res, found, path).catch((err: unknown) => {
       if (res.headersSent) return void res.end()
       const status = err instanceof HttpError ? err.status : 500
       const headers = err instanceof HttpError ? err.headers : {}
       const message = bounded(messageOf(err))
-      if (found?.route.jsonRpc) return (await loadMcp()).jsonRpcError(res, status, message, headers)
+      if (found?.route.jsonRpc) return jsonRpcError(res, status, message, headers)
       sendJson(res, status, { error: { type: 'http', message } }, headers)
     })
   })

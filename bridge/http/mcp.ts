@@ -44,11 +44,10 @@ import { TASKS_EXTENSION, type TaskLimits, type TaskOutcome, TaskStore } from '.
 import { LegacySessions } from './mcp-sessions.ts'
 import { describeTools, failedCall, type McpToolSet } from './mcp-tools.ts'
 import { HttpError } from './responses.ts'
+import { jsonRpcError } from './json-rpc-answers.ts'
 import { jsonRpcLines } from './stdio-lines.ts'
 import { contextToPass } from '../tracing/trace-context.ts'
 
-/** JSON-RPC's implementation-defined server error: a refusal that is not about the message itself. */
-const SERVER_ERROR = -32000
 /** MCP's error for a protocol revision the server does not serve. */
 const UNSUPPORTED_VERSION = -32022
 
@@ -207,25 +206,6 @@ export function createMcpServer(caller: ToolCaller, tools: McpToolSet, options: 
     return { ...task, resultType: 'task' } as unknown as CallToolResult
   })
   return server
-}
-
-/** JSON-RPC error codes per HTTP status of a refusal (the rest are server errors). */
-const CODE_BY_STATUS: Record<number, number> = { 400: ProtocolErrorCode.ParseError }
-
-export function jsonRpcError(
-  res: ServerResponse,
-  status: number,
-  message: string,
-  headers: Record<string, string> = {},
-  code?: number,
-): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(
-    JSON.stringify({
-      jsonrpc: '2.0',
-      error: { code: code ?? CODE_BY_STATUS[status] ?? SERVER_ERROR, message },
-      id: null,
-    }),
-  )
 }
 
 export interface McpHttpOptions {
